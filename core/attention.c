@@ -9,6 +9,7 @@
  * product gives every head's scores, the softmax runs over the keys as a
  * "C" dim, and a second page product weighs the values.
  */
+#include "core/attention.h"
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/tensor.h"
@@ -148,6 +149,13 @@ DLA_API dla_tensor *dla_attention(dla_tensor *queries, dla_tensor *keys, dla_ten
                                   int64_t num_heads, const dla_attention_options *opts,
                                   dla_tensor **weights)
 {
+    return dla__attention_with(queries, keys, values, num_heads, opts, weights, NULL);
+}
+
+dla_tensor *dla__attention_with(dla_tensor *queries, dla_tensor *keys, dla_tensor *values,
+                                int64_t num_heads, const dla_attention_options *opts,
+                                dla_tensor **weights, dla__attention_drop drop_weights)
+{
     static const char op[] = "dla_attention";
     if (weights)
         *weights = NULL;
@@ -257,6 +265,10 @@ DLA_API dla_tensor *dla_attention(dla_tensor *queries, dla_tensor *keys, dla_ten
     if (opts && opts->scale != 0 && !isfinite(opts->scale))
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: option scale: %g is not finite", op,
                           opts->scale);
+    const double drop = opts ? opts->dropout_probability : 0;
+    if (!(drop >= 0 && drop < 1))
+        return dla__error(DLA_ERR_INVALID_ARGUMENT,
+                          "%s: option dropout_probability: %g; it must be in [0, 1)", op, drop);
     /* Queries and keys of no channels have scores of 0 (sums of nothing),
      * and the default scale 1/sqrt(0) is infinite: the error said "scale
      * inf is not finite" of a scale the caller never gave. */
@@ -303,6 +315,11 @@ DLA_API dla_tensor *dla_attention(dla_tensor *queries, dla_tensor *keys, dla_ten
     }
     const int64_t sd[4] = {l[1].L, l[0].L, num_heads, l[0].B};
     dla_tensor *a = dla_reshape(dla_softmax(dla_reshape(s, "CUUU", 4, sd)), "", 4, sd);
+    /* MATLAB's DropoutProbability: weights dropped (the rest scaled by
+     * 1 / (1 - p)) before they weigh the values; no draw when 0, so that
+     * the stream is where it was without the option. */
+    if (drop > 0)
+        a = drop_weights ? drop_weights(a, drop) : dla_dropout(a, drop);
     dla_tensor *y = from_heads(dla_pagemtimes(v, "none", a, "none"), queries, &l[0]);
     if (weights && dla_tensor_status(y) == DLA_OK)
         *weights = a;

@@ -35,12 +35,18 @@ const dla__batch_share *dla__batch_share_get(void)
 
 dla_tensor *dla__share_dropout(dla_tensor *x, double prob)
 {
+    return dla__share_dropout_along(x, prob, dla_tensor_find_dim(x, 'B'));
+}
+
+dla_tensor *dla__share_dropout_along(dla_tensor *x, double prob, int b)
+{
     const dla__batch_share *s = dla__batch_share_get();
-    const int b = s ? dla_tensor_find_dim(x, 'B') : 0;
-    if (!b || dla_tensor_dim(x, b) != s->mine || s->before + s->mine > s->whole)
+    if (!s || !b || dla_tensor_dim(x, b) != s->mine || s->before + s->mine > s->whole)
         return dla_dropout(x, prob);
     int64_t dims[DLA_MAX_DIMS];
-    const int nd = dla_tensor_dims(x, dims);
+    int nd = dla_tensor_dims(x, dims);
+    for (; nd < b; nd++) /* an unformatted x's trailing dims of 1 */
+        dims[nd] = 1;
     dims[b - 1] = s->whole;
     dla_tensor *ones = dla_tensor_to_device(dla_ones(dla_tensor_dtype(x), dla_tensor_format(x), nd,
                                                      dims),

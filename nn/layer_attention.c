@@ -13,6 +13,7 @@
  * global poolings do).
  */
 #include "nn/nn.h"
+#include "core/attention.h"
 
 #include <dlaccel/nnops.h>
 #include <stddef.h>
@@ -23,7 +24,7 @@
 
 /* count: NumHeads; size: NumKeyChannels, NumValueChannels, OutputSize
  * (0: NumKeyChannels, and the input's channels); channels: InputSize;
- * dim: HasPaddingMaskInput. */
+ * dim: HasPaddingMaskInput; scale: DropoutProbability. */
 static const dla__field fields[] = {
     F("NumHeads", DLA__F_INT, count, 1),
     F("NumKeyChannels", DLA__F_INT, size[0], 1),
@@ -32,6 +33,7 @@ static const dla__field fields[] = {
     F("InputSize", DLA__F_INT, channels, 1),
     F("AttentionMask", DLA__F_STRING, mode, 1),
     {"HasPaddingMaskInput", DLA__F_INT, offsetof(dla__props, dim), 1},
+    F("DropoutProbability", DLA__F_DOUBLE, scale, 1),
     F("WeightsInitializer", DLA__F_STRING, init[0], 1),
     F("BiasInitializer", DLA__F_STRING, init[1], 1),
     {NULL, 0, 0, 0},
@@ -56,6 +58,9 @@ static dla_status check(const dla__props *p, const char *name)
         st = dla__layer_size(TYPE, name, "HasPaddingMaskInput", p->dim, 0, 1);
     if (st != DLA_OK)
         return st;
+    if (!(p->scale >= 0 && p->scale < 1))
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': DropoutProbability %g must be "
+                            "in [0, 1)", TYPE, name, p->scale);
     if (p->size[0] % p->count || value_channels(p) % p->count)
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s '%s': NumHeads %lld must divide "
                             "NumKeyChannels (%lld) and NumValueChannels (%lld)", TYPE, name,
@@ -106,6 +111,12 @@ static dla_status init(const dla_layer *l, int nin, const dla__shape *in, dla__p
     return DLA_OK;
 }
 
+/* The weights Lk x Lq x heads x B: their observations along dim 4. */
+static dla_tensor *drop_weights(dla_tensor *a, double prob)
+{
+    return dla__share_dropout_along(a, prob, 4);
+}
+
 static dla_status forward(const dla__props *p, dla__call *c)
 {
     dla_tensor *x = c->x[0];
@@ -139,8 +150,13 @@ static dla_status forward(const dla__props *p, dla__call *c)
     dla_tensor *q = dla_fullyconnect(x, c->p[0], c->p[1]);
     dla_tensor *k = dla_fullyconnect(x, c->p[2], c->p[3]);
     dla_tensor *v = dla_fullyconnect(x, c->p[4], c->p[5]);
-    dla_tensor *y = dla_attention(
-        q, k, v, p->count, &(dla_attention_options){.attention_mask = p->mode, .mask = keys}, NULL);
+    /* The attention weights' dropout is training's alone, as dropoutLayer's,
+     * drawn for the whole mini-batch on a worker of trainnet "parallel". */
+    dla_tensor *y = dla__attention_with(
+        q, k, v, p->count,
+        &(dla_attention_options){.attention_mask = p->mode, .mask = keys,
+                                 .dropout_probability = c->training ? p->scale : 0},
+        NULL, drop_weights);
     c->y = dla_fullyconnect(y, c->p[6], c->p[7]);
     return dla_tensor_status(c->y);
 }
@@ -148,9 +164,12 @@ static dla_status forward(const dla__props *p, dla__call *c)
 static void describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
 {
     (void)in;
-    snprintf(buf, size, "%lld heads, %lld key and %lld value channels%s%s", (long long)p->count,
+    char drop[48] = "";
+    if (p->scale > 0)
+        snprintf(drop, sizeof drop, ", dropout %g", p->scale);
+    snprintf(buf, size, "%lld heads, %lld key and %lld value channels%s%s%s", (long long)p->count,
              (long long)p->size[0], (long long)value_channels(p),
-             strcmp(p->mode, "causal") ? "" : ", causal", p->dim ? ", padding mask" : "");
+             strcmp(p->mode, "causal") ? "" : ", causal", p->dim ? ", padding mask" : "", drop);
 }
 
 const dla__layer_kind dla__kind_self_attention = {
@@ -170,6 +189,7 @@ DLA_API dla_layer *dla_self_attention_layer(int64_t num_heads, int64_t num_key_c
     p.size[2] = o.output_size;
     p.channels = o.input_size;
     p.dim = o.has_padding_mask_input;
+    p.scale = o.dropout_probability;
     dla_status st = dla__props_string(p.mode, o.attention_mask, "none",
                                       "selfAttention: AttentionMask");
     if (st == DLA_OK)

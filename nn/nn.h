@@ -53,6 +53,9 @@ typedef struct dla__batch_share {
 void dla__batch_share_set(const dla__batch_share *s);
 const dla__batch_share *dla__batch_share_get(void);
 dla_tensor *dla__share_dropout(dla_tensor *x, double prob);
+/* The same with the observations along dim b (1-based) of x, formatted or
+ * not (0: none, a plain dla_dropout). */
+dla_tensor *dla__share_dropout_along(dla_tensor *x, double prob, int b);
 
 /* Makes dev current (NULL: nothing changes) and returns the device to give
  * back to dla__nn_device_restore. What a layer or a network makes beside

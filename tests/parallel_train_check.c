@@ -1485,8 +1485,11 @@ static dla_status dropout_train(const char *env, int spatial, int bn, int64_t mb
      * worker normalizes with its share's statistics in training): its
      * population statistics are compared. */
     dla_layer *layers[] = {dla_feature_input_layer(F, NULL), dla_fc_layer(10, NULL),
-                           spatial ? dla_spatial_dropout_layer(0.4, NULL)
-                                   : dla_dropout_layer(0.5, NULL),
+                           spatial == 2 ? dla_self_attention_layer(
+                                              2, 4, &(dla_self_attention_layer_options){
+                                                        .dropout_probability = 0.5})
+                           : spatial    ? dla_spatial_dropout_layer(0.4, NULL)
+                                        : dla_dropout_layer(0.5, NULL),
                            dla_batchnorm_layer(NULL), dla_fc_layer(3, NULL),
                            dla_softmax_layer(NULL)};
     if (!bn)
@@ -1516,7 +1519,7 @@ static void mode_dropout(void)
     static const struct {
         int spatial, bn;
         int64_t mbs;
-    } cases[] = {{0, 0, 5}, {0, 0, 4}, {1, 0, 5}, {0, 1, 5}, {0, 1, 4}};
+    } cases[] = {{0, 0, 5}, {0, 0, 4}, {1, 0, 5}, {2, 0, 5}, {0, 1, 5}, {0, 1, 4}};
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         dla_net *na = NULL, *np = NULL;
         dla_training_info *ia = NULL, *ip = NULL;
@@ -1533,7 +1536,10 @@ static void mode_dropout(void)
         double ww = worst_values(na, np, bn);
         char what[200], detail[256];
         snprintf(what, sizeof what, "%s, mini-batch %lld%s: \"parallel\" drops what \"auto\" drops",
-                 cases[c].spatial ? "spatial dropout" : "dropout", (long long)cases[c].mbs,
+                 cases[c].spatial == 2 ? "self-attention's dropout of its weights"
+                 : cases[c].spatial    ? "spatial dropout"
+                                       : "dropout",
+                 (long long)cases[c].mbs,
                  bn ? ", then a batch normalization's population statistics" : "");
         snprintf(detail, sizeof detail, "%lld and %lld iterations; loss within %.1e, %s %.1e; "
                  "the stream at %llu and %llu", (long long)ip->iterations,

@@ -361,6 +361,73 @@ static void test_gradients_match_finite_differences(void **state)
     dla_scope_end();
 }
 
+/* ------------------------------------------------------------- dropout */
+
+/* The same mask every call: the stream reseeded first. */
+static dla_tensor *attend_dropped(void *ctx, dla_tensor *const *in)
+{
+    (void)ctx;
+    dla_rng_seed(5);
+    return dla_attention(in[0], in[1], in[2], H,
+                         &(dla_attention_options){.scale = 0.7, .dropout_probability = 0.3},
+                         NULL);
+}
+
+/* MATLAB's DropoutProbability: the weights dropped as dla_dropout drops
+ * them (the same draws), the values weighted by what is left, gradients
+ * through the same mask; 0 draws nothing. */
+static void test_dropout_drops_the_weights(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(26);
+    dla_tensor *q = dla_randn(DLA_F64, "CBT", DLA_DIMS(C, B, LQ)),
+               *k = dla_randn(DLA_F64, "CBT", DLA_DIMS(C, B, LK)),
+               *v = dla_randn(DLA_F64, "CBT", DLA_DIMS(CV, B, LK));
+    dla_tensor *w0, *w1;
+    uint64_t seed, before, after;
+    dla_rng_get(&seed, &before);
+    assert_int_equal(dla_tensor_status(dla_attention(q, k, v, H, NULL, &w0)), DLA_OK);
+    dla_rng_get(&seed, &after);
+    assert_true(before == after);
+    dla_rng_seed(9);
+    dla_tensor *y = dla_attention(q, k, v, H, &(dla_attention_options){.dropout_probability = 0.4},
+                                  &w1);
+    dla_rng_seed(9);
+    assert_true(tu_same_bits(w1, dla_dropout(w0, 0.4)));
+    /* y = the values of each head weighted by the dropped weights. */
+    double *hv = host(v), *hw = host(w1), *hy = host(y);
+    int zeros = 0;
+    for (int i = 0; i < LK * LQ * H * B; i++)
+        zeros += hw[i] == 0;
+    assert_true(zeros > 0);
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < LQ; j++)
+            for (int h = 0; h < H; h++)
+                for (int c = 0; c < DV; c++) {
+                    double want = 0;
+                    for (int i = 0; i < LK; i++)
+                        want += hv[h * DV + c + CV * (b + B * i)] *
+                                hw[i + LK * (j + LQ * (h + H * b))];
+                    tu_assert_near(hy[h * DV + c + CV * (b + B * j)], want, 1e-12);
+                }
+    free(hv);
+    free(hw);
+    free(hy);
+    dla_tensor *in[3] = {q, k, v};
+    const int check[3] = {1, 1, 1};
+    gc_check(attend_dropped, NULL, 3, in, check, 1e-6);
+    const double bad[] = {1, -0.1, NAN};
+    for (int i = 0; i < 3; i++) {
+        dla_tensor *r = dla_attention(q, k, v, H,
+                                      &(dla_attention_options){.dropout_probability = bad[i]},
+                                      NULL);
+        assert_int_equal(dla_tensor_status(r), DLA_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(dla_tensor_error(r), "option dropout_probability"));
+    }
+    dla_scope_end();
+}
+
 /* ---------------------------------------------------- accelerated: bits */
 
 static dla_status attend_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
@@ -484,6 +551,7 @@ int main(void)
         TU_TEST(test_a_mask_on_another_device_than_the_current_one),
         TU_TEST(test_every_layout_gives_the_same_numbers),
         TU_TEST(test_gradients_match_finite_differences),
+        TU_TEST(test_dropout_drops_the_weights),
         TU_TEST(test_accelerated_it_replays_with_eager_bits),
         TU_TEST(test_bad_arguments_are_named),
     };

@@ -506,7 +506,7 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
     dla_layer *sa[] = {dla_sequence_input_layer(3, NULL),
                        dla_self_attention_layer(2, 4, &(dla_self_attention_layer_options){
                            .num_value_channels = 2, .output_size = 5, .attention_mask = "causal",
-                           .name = "sa"})};
+                           .name = "sa", .dropout_probability = 0.25})};
     net = dla_net_create(2, sa);
     assert_non_null(net);
     assert_int_equal(dla_net_save(net, path("attention.safetensors")), DLA_OK);
@@ -514,24 +514,30 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
         fail_msg("load: %s", dla_last_error());
     assert_same_values(dla_net_learnables(net), dla_net_learnables(back));
     dla_net_summary(back, b, sizeof b);
-    assert_non_null(strstr(b, "2 heads, 4 key and 2 value channels, causal"));
+    assert_non_null(strstr(b, "2 heads, 4 key and 2 value channels, causal, dropout 0.25"));
     predict_alike(net, back, "CBT", DLA_DIMS(3, 2, 6));
     dla_net_free(back);
-    /* A file written before HasPaddingMaskInput existed lacks it: blanked
-     * out (spaces are JSON whitespace, so the header keeps its length),
-     * the file still loads, without a mask. */
+    /* A file written before HasPaddingMaskInput and DropoutProbability
+     * existed lacks them: blanked out (spaces are JSON whitespace, so the
+     * header keeps its length), the file still loads, without a mask or a
+     * dropout. */
     long size;
     unsigned char *file = slurp(path("attention.safetensors"), &size);
     as_version_1_1(file);
-    const char key[] = ",\\\"HasPaddingMaskInput\\\":0";
-    char *at = strstr((char *)file + 8, key);
-    assert_non_null(at);
-    memset(at, ' ', strlen(key));
+    static const char *const keys[] = {",\\\"HasPaddingMaskInput\\\":0",
+                                       ",\\\"DropoutProbability\\\":0.25"};
+    for (int k = 0; k < 2; k++) {
+        char *at = strstr((char *)file + 8, keys[k]);
+        assert_non_null(at);
+        memset(at, ' ', strlen(keys[k]));
+    }
     spit(path("attention_old.safetensors"), file, (size_t)size);
     free(file);
     if (dla_net_load(path("attention_old.safetensors"), &back) != DLA_OK)
         fail_msg("load of a file without HasPaddingMaskInput: %s", dla_last_error());
     assert_int_equal(dla_net_input_count(back), 1);
+    dla_net_summary(back, b, sizeof b);
+    assert_null(strstr(b, "dropout"));
     predict_alike(net, back, "CBT", DLA_DIMS(3, 2, 6));
     dla_net_free(back);
     dla_net_free(net);

@@ -426,6 +426,31 @@ static void self_attention_is_projections_around_dla_attention(void **state)
     net = one(dla_self_attention_layer(1, 2, NULL), x);
     assert_int_equal(dla_tensor_dim(predict1(net, x), 1), 3);
     dla_net_free(net);
+    /* DropoutProbability (MATLAB's): the weights dropped in training, as
+     * dla_attention's option with the same draws, never in predict. */
+    net = one(dla_self_attention_layer(2, 4, &(dla_self_attention_layer_options){
+        .num_value_channels = 6, .output_size = 5, .attention_mask = "causal", .name = "sa",
+        .dropout_probability = 0.5}), x);
+    for (int i = 0; i < 8; i++)
+        p[i] = set_ramp(net, "sa", names[i], 0.05 * (i + 1), -0.3);
+    assert_same(predict1(net, x), want);
+    dla_rng_seed(31);
+    dla_tensor *trained = forward1(net, x);
+    dla_rng_seed(31);
+    dla_tensor *dropped = dla_attention(
+        dla_fullyconnect(x, p[0], p[1]), dla_fullyconnect(x, p[2], p[3]),
+        dla_fullyconnect(x, p[4], p[5]), 2,
+        &(dla_attention_options){.attention_mask = "causal", .dropout_probability = 0.5}, NULL);
+    assert_same(trained, dla_fullyconnect(dropped, p[6], p[7]));
+    assert_true(maxdiff(trained, want) > 0.01);
+    dla_net_summary(net, summary, sizeof summary);
+    assert_non_null(strstr(summary, "causal, dropout 0.5"));
+    dla_net_free(net);
+    dla_layer *high = dla_self_attention_layer(
+        1, 2, &(dla_self_attention_layer_options){.name = "d", .dropout_probability = 1});
+    assert_null(dla_net_create(1, &high));
+    assert_non_null(strstr(dla_last_error(), "selfAttention 'd': DropoutProbability 1 must be in "
+                                             "[0, 1)"));
     dla_layer *bad = dla_self_attention_layer(3, 4, &(dla_self_attention_layer_options){.name = "h"});
     assert_null(dla_net_create(1, &bad));
     assert_non_null(strstr(dla_last_error(), "selfAttention 'h': NumHeads 3 must divide "

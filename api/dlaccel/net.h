@@ -607,6 +607,11 @@ typedef struct dla_self_attention_layer_options {
     const char *weights_initializer; /* NULL: "glorot" */
     const char *bias_initializer;    /* NULL: "zeros" */
     int has_padding_mask_input;      /* 0 or 1: a second input, "mask" */
+    /* MATLAB's DropoutProbability: the attention weights are dropped with
+     * this probability in training (dla_net_forward, trainnet), as
+     * dla_attention's dropout_probability; predict never drops. 0 (the
+     * default) or in (0, 1). */
+    double dropout_probability;
 } dla_self_attention_layer_options;
 DLA_API dla_layer *dla_self_attention_layer(int64_t num_heads, int64_t num_key_channels,
                                             const dla_self_attention_layer_options *opts);

@@ -85,6 +85,13 @@ typedef struct dla_attention_options {
      * inside dla_accelerate give it as an input of the function (a
      * tensor reached any other way is a constant of the trace). */
     dla_tensor *mask;
+    /* MATLAB's DropoutProbability: 0 (the default) or a probability in
+     * (0, 1) with which each attention weight is dropped, the kept ones
+     * scaled by 1 / (1 - p), as dla_dropout does (the same draws from the
+     * calling thread's stream, a new mask each call and each replay);
+     * *weights then gets the weights after the dropout, the ones that
+     * weighed the values. */
+    double dropout_probability;
 } dla_attention_options;
 
 /* MATLAB attention(queries, keys, values, numHeads): multi-head scaled
@@ -106,7 +113,8 @@ typedef struct dla_attention_options {
  * mask over other lengths; keys of no length for queries of some: weights
  * over no keys; queries and keys of no channels without opts->scale: the
  * default 1/sqrt(0) is infinite), DLA_ERR_INVALID_ARGUMENT (num_heads that does
- * not divide the channels, an unknown mask, a scale that is not finite,
+ * not divide the channels, an unknown mask, a scale that is not finite, a
+ * dropout probability outside [0, 1),
  * operands or a mask on another device than the queries), DLA_ERR_DTYPE
  * (the three not all single or all double). */
 DLA_API dla_tensor *dla_attention(dla_tensor *queries, dla_tensor *keys, dla_tensor *values,
