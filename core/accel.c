@@ -55,6 +55,14 @@ typedef struct key {
     unsigned char *bytes; /* the ctx kind's structure, then the non-tensor inputs */
     size_t nbytes;
     size_t nstruct;       /* of them, the structure's */
+    /* The calling thread's current device: what the function makes from
+     * host data (dla_ones, dla_tensor_from_host) is made there, and
+     * dla_tensor_to_device(x, NULL) moves there, and the trace keeps both
+     * as recorded. A replay after dla_device_set_current put its results
+     * where the recording's current device was (a cpu result where eager
+     * gave an opencl one), so a call with another current device records
+     * anew. */
+    dla_device *current;
 } key;
 
 static void key_free(key *k)
@@ -67,13 +75,14 @@ static void key_free(key *k)
 /* What a miss was about, counted for the low-hit-rate warning. */
 typedef enum miss_kind {
     MISS_FIRST, MISS_MODE, MISS_NIN, MISS_NOUT, MISS_STRUCTURE, MISS_DTYPE, MISS_DIMS, MISS_FORMAT,
-    MISS_DEVICE, MISS_SAME, MISS_LAYOUT, MISS_VALUES, MISS_EVICTED, MISS_STALE, MISS_COUNT
+    MISS_DEVICE, MISS_SAME, MISS_LAYOUT, MISS_CURRENT, MISS_VALUES, MISS_EVICTED, MISS_STALE,
+    MISS_COUNT
 } miss_kind;
 
 static const char *const miss_names[] = {
     "first call", "gradient mode", "number of inputs", "number of outputs", "ctx structure",
     "input dtype", "input dims", "input format", "input device", "same tensor in two places",
-    "input layout",
+    "input layout", "current device",
     "non-tensor input values", "trace evicted", "stale constant",
 };
 _Static_assert(sizeof miss_names / sizeof miss_names[0] == MISS_COUNT, "miss names");
@@ -213,6 +222,7 @@ static dla_status make_key(dla_accel *af, void *ctx, int grad, int nuser, int ni
     k->nin = nin;
     k->nuser = nuser;
     k->nout = nout;
+    k->current = dla_device_current();
     k->inputs = dla__calloc((size_t)(nin ? nin : 1), sizeof *k->inputs);
     if (!k->inputs)
         return dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot build the key");
@@ -337,6 +347,11 @@ static miss_kind key_diff(const dla_accel *af, const key *old, const key *new, c
             return MISS_LAYOUT;
         }
     }
+    if (old->current != new->current) {
+        snprintf(why, size, "current device %s -> %s", old->current ? old->current->name : "(none)",
+                 new->current ? new->current->name : "(none)");
+        return MISS_CURRENT;
+    }
     if (old->nbytes != new->nbytes || memcmp(old->bytes, new->bytes, new->nbytes)) {
         size_t at = new->nstruct;
         while (at < old->nbytes && at < new->nbytes && old->bytes[at] == new->bytes[at])
@@ -354,7 +369,7 @@ static miss_kind key_diff(const dla_accel *af, const key *old, const key *new, c
 static int key_equal(const key *a, const key *b)
 {
     if (a->grad != b->grad || a->nin != b->nin || a->nuser != b->nuser || a->nout != b->nout ||
-        a->nbytes != b->nbytes || a->nstruct != b->nstruct || memcmp(a->bytes, b->bytes, b->nbytes))
+        a->current != b->current || a->nbytes != b->nbytes || a->nstruct != b->nstruct || memcmp(a->bytes, b->bytes, b->nbytes))
         return 0;
     for (int i = 0; i < b->nin; i++) {
         const key_input *x = &a->inputs[i], *y = &b->inputs[i];

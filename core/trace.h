@@ -127,6 +127,18 @@ void dla__trace_free(dla__trace *t);
  * why receives a sentence naming it. Cost: a few loads per constant. */
 int dla__trace_stale(const dla__trace *t, char *why, size_t size);
 
+/* Nonzero when a replay whose inputs are on dev reads constant c moved
+ * there: when c is on the device the trace was recorded on (input 1's),
+ * or the trace was loaded (its constants are on the device it was loaded
+ * on). A constant on another device (made on a current device other than
+ * the inputs') stays there, as eagerly: the ops that read it (a move to
+ * the inputs' device, an op on that device's values) and the results
+ * that are it were recorded with it there. Until 2026-11-29 every
+ * constant moved to input 1's device, so such a trace failed every
+ * replay ("dla_mul: arguments a and b are on opencl:0 and cpu:0") or
+ * returned a constant on another device than its recording call did. */
+int dla__trace_const_moves(const dla__trace *t, const dla_tensor *c, const dla_device *dev);
+
 /* Runs the trace on in[0..nin-1] (the trace's dtypes and dims; any
  * device), giving +1 references in out[0..nout-1]. Ops are run through
  * dla__run_op, so a replay inside dla_feval or inside another recording is

@@ -2211,6 +2211,83 @@ static void test_a_trace_recorded_on_one_device_replays_on_another(void **state)
     dla_accel_free(af);
 }
 
+/* 2 x moved to the current device (dla_tensor_to_device(x, NULL)) times a
+ * constant made there, and that constant as a result of its own. */
+static dla_status double_on_current(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                    dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    ++*(int *)ctx;
+    dla_tensor *two = dla_tensor_from_host((const float[]){2}, DLA_F32, "", DLA_DIMS(1));
+    out[0] = dla_mul(dla_tensor_to_device(in[0], NULL), two);
+    out[1] = two;
+    return DLA_OK;
+}
+
+/* Each call's results, values and devices, against eager's for the
+ * current device: 2x on the current device, and 2 there. */
+static void expect_doubled_on(dla_accel *af, int *ran, dla_tensor *x, dla_device *cur, int runs,
+                              const char *miss)
+{
+    dla_device_set_current(cur);
+    dla_tensor *y[2];
+    if (dla_accel_call(af, ran, 1, &x, 2, y) != DLA_OK)
+        fail_msg("calling with x on %s, current device %s: %s", dla_device_name(dla_tensor_device(x)),
+                 dla_device_name(cur), dla_last_error());
+    assert_int_equal(*ran, runs);
+    assert_string_equal(dla_accel_last_miss(af), miss);
+    for (int i = 0; i < 2; i++)
+        if (dla_tensor_device(y[i]) != cur)
+            fail_msg("result %d is on %s; eagerly it is on the current device, %s", i + 1,
+                     dla_device_name(dla_tensor_device(y[i])), dla_device_name(cur));
+    for (int j = 0; j < 3; j++)
+        tu_assert_near(dla_tensor_item(y[0], j), 2.0 * (j + 1), 0);
+    tu_assert_near(dla_tensor_item(y[1], 0), 2.0, 0);
+    dla_tensor_release(y[0]);
+    dla_tensor_release(y[1]);
+}
+
+/* What a function makes from host data is made on the current device,
+ * and dla_tensor_to_device(x, NULL) moves there: the trace keeps both.
+ * Until 2026-11-29 the current device was no part of the key, and every
+ * replay moved the trace's constants to input 1's device: after
+ * dla_device_set_current, hits returned results on the old current
+ * device; and a function whose inputs were on another device than the
+ * current one failed every replay ("dla_mul: arguments a and b are on
+ * testmem:0 and cpu:0"), its constant moved away from the values it
+ * multiplies. */
+static void test_the_current_device_is_in_the_key_and_replays_keep_eagers_devices(void **state)
+{
+    (void)state;
+    assert_true(dla_device_count() >= 2); /* main() adds the testmem plugin */
+    dla_device *here = dla_device_current(), *there = tu_other_device();
+    dla_tensor *x = dla_tensor_from_host((const float[]){1, 2, 3}, DLA_F32, "", DLA_DIMS(3));
+    int ran = 0;
+    dla_accel *af = dla_accelerate(double_on_current, &(dla_accel_options){.name = "onCurrent"});
+    char why[96];
+    snprintf(why, sizeof why, "current device %s -> %s", dla_device_name(here),
+             dla_device_name(there));
+    expect_doubled_on(af, &ran, x, here, 1, "first call");
+    expect_doubled_on(af, &ran, x, there, 2, why); /* was a hit, on here */
+    for (int call = 0; call < 3; call++) { /* plans made and run on either */
+        expect_doubled_on(af, &ran, x, here, 2, "");
+        expect_doubled_on(af, &ran, x, there, 2, ""); /* failed: mul across devices */
+    }
+    /* Input on the other device, current device here: the constant stays
+     * here as eagerly. */
+    dla_tensor *xt = dla_tensor_to_device(x, there);
+    snprintf(why, sizeof why, "input 1 device %s -> %s", dla_device_name(here),
+             dla_device_name(there));
+    expect_doubled_on(af, &ran, xt, here, 3, why);
+    for (int call = 0; call < 3; call++)
+        expect_doubled_on(af, &ran, xt, here, 3, "");
+    assert_int_equal(dla_accel_occupancy(af), 3);
+    dla_device_set_current(NULL);
+    dla_tensor_release(xt);
+    dla_tensor_release(x);
+    dla_accel_free(af);
+}
+
 /* A network moved to another device than the current one: its LSTM state,
  * reset, was made on the current device, and predict failed ("dla_mtimes:
  * arguments a and b are on testmem:0 and cpu:0"); grown and initialized
@@ -2428,6 +2505,7 @@ int main(void)
         TU_TEST(test_an_accelerated_function_inside_another_works),
         TU_TEST(test_one_accelerated_function_serves_several_threads),
         TU_TEST(test_a_trace_recorded_on_one_device_replays_on_another),
+        TU_TEST(test_the_current_device_is_in_the_key_and_replays_keep_eagers_devices),
         TU_TEST(test_a_network_as_ctx_trains_through_an_accelerated_loss_as_eagerly),
         TU_TEST(test_a_struct_with_a_network_and_a_scalar_keys_on_the_scalars_value),
         TU_TEST(test_a_gradient_of_a_baked_tensor_is_refused_naming_it),

@@ -44,7 +44,8 @@
  *
  * The cache key (MATLAB's): the function; for each tensor input its dtype,
  * dims, format and device, and (dlaccel's own) its strides and which
- * earlier input, if any, is the same tensor; the ctx kind's structure
+ * earlier input, if any, is the same tensor; the calling thread's current
+ * device (where the function's own constants are made); the ctx kind's structure
  * bytes and the same of each tensor it lists; the values of the other
  * inputs (through dla_accel_options.key; without a key or a ctx kind, the
  * ctx pointer itself); the number of outputs; and whether the call records
