@@ -2288,6 +2288,47 @@ static void test_the_current_device_is_in_the_key_and_replays_keep_eagers_device
     dla_accel_free(af);
 }
 
+/* x + c, c moved to x's device as device-agnostic code writes it. */
+static dla_status add_on_inputs_device(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                       dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    dla_tensor *c = dla_tensor_from_host((const float[]){10, 20, 30}, DLA_F32, "", DLA_DIMS(3));
+    out[0] = dla_add(in[0], dla_tensor_to_device(c, dla_tensor_device(in[0])));
+    return DLA_OK;
+}
+
+/* A trace's move to the device it was recorded on is a move to the
+ * replay's device, in memory as in a file (which saves it as "the replay
+ * device"). Until 2026-11-29 the trace replayed on another device only
+ * once saved and loaded: in memory it moved c back to the recording's
+ * device and failed, "dla_add: arguments a and b are on testmem:0 and
+ * cpu:0". */
+static void test_a_move_to_the_recording_device_replays_on_another_in_memory_too(void **state)
+{
+    (void)state;
+    assert_true(dla_device_count() >= 2); /* main() adds the testmem plugin */
+    dla_device *there = tu_other_device();
+    dla_tensor *x = dla_tensor_from_host((const float[]){1, 2, 3}, DLA_F32, "", DLA_DIMS(3));
+    dla_tensor *xt = dla_tensor_to_device(x, there), *y;
+    dla_accel *af = dla_accelerate(add_on_inputs_device, NULL);
+    assert_int_equal(dla_accel_call(af, NULL, 1, &x, 1, &y), DLA_OK);
+    dla_tensor_release(y);
+    dla_trace *t = dla_accel_trace(af, 0);
+    for (int call = 0; call < 3; call++) { /* a plan made there, then run */
+        if (dla_trace_replay(t, 1, &xt, 1, &y) != DLA_OK)
+            fail_msg("replay %d on %s: %s", call + 1, dla_device_name(there), dla_last_error());
+        assert_ptr_equal(dla_tensor_device(y), there);
+        for (int j = 0; j < 3; j++)
+            tu_assert_near(dla_tensor_item(y, j), 11.0 * (j + 1), 0);
+        dla_tensor_release(y);
+    }
+    dla_trace_release(t);
+    dla_accel_free(af);
+    dla_tensor_release(xt);
+    dla_tensor_release(x);
+}
+
 /* A network moved to another device than the current one: its LSTM state,
  * reset, was made on the current device, and predict failed ("dla_mtimes:
  * arguments a and b are on testmem:0 and cpu:0"); grown and initialized
@@ -2506,6 +2547,7 @@ int main(void)
         TU_TEST(test_one_accelerated_function_serves_several_threads),
         TU_TEST(test_a_trace_recorded_on_one_device_replays_on_another),
         TU_TEST(test_the_current_device_is_in_the_key_and_replays_keep_eagers_devices),
+        TU_TEST(test_a_move_to_the_recording_device_replays_on_another_in_memory_too),
         TU_TEST(test_a_network_as_ctx_trains_through_an_accelerated_loss_as_eagerly),
         TU_TEST(test_a_struct_with_a_network_and_a_scalar_keys_on_the_scalars_value),
         TU_TEST(test_a_gradient_of_a_baked_tensor_is_refused_naming_it),

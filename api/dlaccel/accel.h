@@ -218,7 +218,8 @@ DLA_API void dla_trace_release(dla_trace *t);
  * ctx kind: in[] followed by the tensors the kind lists), which must have the dtypes, dims and
  * formats the trace was recorded with (DLA_ERR_SHAPE / DLA_ERR_DTYPE /
  * DLA_ERR_FORMAT otherwise, naming the input), on any device: a trace recorded on one device replays on
- * another. An input recorded as the same tensor as an earlier one (f(x,
+ * another (what it moved to the device it was recorded on goes to the
+ * replay's, as "the replay device" of dla_trace_save). An input recorded as the same tensor as an earlier one (f(x,
  * x)) is read from that earlier one: it must be given the same tensor
  * again (DLA_ERR_INVALID_ARGUMENT otherwise, naming both). Outputs as
  * dla_accel_call's. */
