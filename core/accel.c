@@ -527,11 +527,26 @@ static void check_outputs(dla_accel *af, const dla__trace *t, int nout, dla_tens
         dla__free(b);
         if (ok && abs_err > af->check_tolerance && rel_err > af->check_tolerance) {
             char cause[320] = "";
-            if (t->inner_consts)
-                snprintf(cause, sizeof cause, "; the trace bakes %d constant%s made inside the "
-                         "function (random numbers not drawn like a traced tensor, or host data)",
-                         t->inner_consts, t->inner_consts == 1 ? "" : "s");
-            else if (t->data_dependent)
+            /* Tensors made before the call and read through ctx or a
+             * global (weights swapped for others the caller still holds,
+             * which no stale check sees) are the trap the check is for
+             * most often: until 2026-11-29 the warning named no cause
+             * for them. */
+            int outer = 0;
+            for (int c = 0; t->const_outer && c < t->nconsts; c++)
+                outer += t->const_outer[c] != 0;
+            if (t->inner_consts || outer) {
+                char in[160] = "", out[160] = "";
+                if (t->inner_consts)
+                    snprintf(in, sizeof in, " %d constant%s made inside the function (random "
+                             "numbers not drawn like a traced tensor, or host data)",
+                             t->inner_consts, t->inner_consts == 1 ? "" : "s");
+                if (outer)
+                    snprintf(out, sizeof out, "%s %d constant%s made before the call (read "
+                             "through ctx or a global, not passed as a tensor input)",
+                             t->inner_consts ? " and" : "", outer, outer == 1 ? "" : "s");
+                snprintf(cause, sizeof cause, "; the trace bakes%s%s", in, out);
+            } else if (t->data_dependent)
                 snprintf(cause, sizeof cause, "; the trace is data-dependent: %s",
                          t->data_dependent_note);
             snprintf(af->last_check, sizeof af->last_check,

@@ -775,6 +775,47 @@ static void test_noise_like_a_traced_tensor_is_an_rng_slot_equal_to_eager(void *
     dla_accel_free(af);
 }
 
+/* x .* w, w a tensor the caller made, read through ctx. */
+static dla_status times_ctx_weight(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                   dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    out[0] = dla_mul(in[0], *(dla_tensor **)ctx);
+    return DLA_OK;
+}
+
+/* Weights swapped through ctx for others the caller still holds: no stale
+ * check sees it (the baked tensor is alive and unwritten), the tolerance
+ * check does, and names the cause. Until 2026-11-29 its warning named
+ * none for constants made before the call, the commonest one. */
+static void test_the_tolerance_check_names_a_tensor_read_through_ctx(void **state)
+{
+    (void)state;
+    dla_tensor *x = dla_tensor_from_host((const float[]){1, 2, 3}, DLA_F32, "", DLA_DIMS(3));
+    dla_tensor *w1 = dla_tensor_from_host((const float[]){2}, DLA_F32, "", DLA_DIMS(1));
+    dla_tensor *w2 = dla_tensor_from_host((const float[]){5}, DLA_F32, "", DLA_DIMS(1));
+    dla_tensor *w = w1, *y;
+    dla_accel *af = dla_accelerate(times_ctx_weight, &(dla_accel_options){.name = "ctxWeight"});
+    dla_accel_set_check_mode(af, "tolerance");
+    for (int call = 0; call < 3; call++) {
+        w = call < 2 ? w1 : w2; /* the key is the ctx pointer: a hit */
+        assert_int_equal(dla_accel_call(af, &w, 1, &x, 1, &y), DLA_OK);
+        tu_assert_near(dla_tensor_item(y, 0), 2.0, 0); /* baked w1 */
+        dla_tensor_release(y);
+        if (call < 2)
+            assert_string_equal(dla_accel_last_check(af), "");
+    }
+    const char *msg = dla_accel_last_check(af);
+    if (!strstr(msg, "largest absolute difference 9") ||
+        !strstr(msg, "; the trace bakes 1 constant made before the call (read through ctx or a "
+                "global, not passed as a tensor input)"))
+        fail_msg("the check says: %s", msg);
+    dla_accel_free(af);
+    dla_tensor_release(w2);
+    dla_tensor_release(w1);
+    dla_tensor_release(x);
+}
+
 static void test_noise_from_the_host_is_baked_and_tolerance_check_warns(void **state)
 {
     dla_scope_begin();
@@ -2529,6 +2570,7 @@ int main(void)
         TU_TEST(test_an_input_laid_out_otherwise_records_anew_and_equals_eager),
         TU_TEST(test_noise_like_a_traced_tensor_is_an_rng_slot_equal_to_eager),
         TU_TEST(test_noise_from_the_host_is_baked_and_tolerance_check_warns),
+        TU_TEST(test_the_tolerance_check_names_a_tensor_read_through_ctx),
         TU_TEST(test_the_tolerance_check_sees_an_infinity_on_one_side),
         TU_TEST(test_the_tolerance_check_covers_many_outputs),
         TU_TEST(test_an_accelerated_feval_inside_dla_feval_lets_no_gradient_through),
