@@ -119,6 +119,13 @@ struct dla_accel {
     char last_miss[512];
     char last_check[640]; /* room for the message and a whole 320-byte cause */
     key last_key; /* of the most recent trace used or made: misses compare to it */
+    /* The keys of the last traces evicted, so that a call with one of them
+     * misses with "its trace was evicted" whichever key came last: a cache
+     * too small for the shapes it is fed then says so, and the low-hit-rate
+     * warning does not blame "a change of input dims" and tell to keep
+     * them fixed (until 2026-11-29 only the most recent key was known). */
+    key evicted[8];
+    int evicted_next;
 };
 
 static void entry_release(entry *e)
@@ -162,6 +169,13 @@ DLA_API dla_accel *dla_accelerate(dla_function fn, const dla_accel_options *opts
     return af;
 }
 
+static void forget_evicted(dla_accel *af)
+{
+    for (size_t i = 0; i < sizeof af->evicted / sizeof af->evicted[0]; i++)
+        key_free(&af->evicted[i]);
+    af->evicted_next = 0;
+}
+
 static void drop_entries(dla_accel *af)
 {
     for (int i = 0; i < af->nentries; i++)
@@ -187,6 +201,7 @@ DLA_API void dla_accel_free(dla_accel *af)
     if (!af || !accel_live(af, "dla_accel_free"))
         return;
     drop_entries(af);
+    forget_evicted(af);
     key_free(&af->last_key);
     pthread_mutex_destroy(&af->lock);
     af->magic = DLA__HANDLE_DEAD; /* parked, not freed: a stale pointer reads "dead" */
@@ -426,6 +441,11 @@ static void evict_to(dla_accel *af, int size, int first)
         af->nentries--;
         dla__log(DLA_LOG_INFO, "dla_accelerate: %s: cache full (%d): evicted a trace hit %ld times",
                  af->name, size, e->hits);
+        /* Kept for the miss reason; without memory for it, a later miss
+         * names the component that differs from the last key instead. */
+        int n = (int)(sizeof af->evicted / sizeof af->evicted[0]);
+        key_copy(&af->evicted[af->evicted_next], &e->k);
+        af->evicted_next = (af->evicted_next + 1) % n;
         entry_release(e);
     }
 }
@@ -458,12 +478,24 @@ static void note_call(dla_accel *af, int miss, miss_kind kind)
             if (af->miss_counts[k] > af->miss_counts[top])
                 top = k;
         af->warned = 1;
+        char advice[sizeof af->last_miss + 200];
+        /* Evictions and stale traces are no change of the calls: their
+         * remedy is another. */
+        if (top == MISS_EVICTED)
+            snprintf(advice, sizeof advice, "the most frequent reason is a trace evicted from the "
+                     "full cache (last: %s). Raise CacheSize to hold every input pattern in use "
+                     "(dla_accel_set_cache_size)", af->last_miss);
+        else if (top == MISS_STALE)
+            snprintf(advice, sizeof advice, "the most frequent reason is a stale trace (last: "
+                     "%s). Pass what changes as tensor inputs", af->last_miss);
+        else
+            snprintf(advice, sizeof advice, "the most frequent reason is a change of %s (last: "
+                     "%s). Keep it fixed between calls, or call the function itself",
+                     miss_names[top], af->last_miss);
         dla__log(DLA_LOG_WARN,
                  "dla_accelerate: %s: %d of the last 10 calls missed the cache (hit rate %.0f%%); "
-                 "the most frequent reason is a change of %s (last: %s). Keep it fixed between "
-                 "calls, or call the function itself",
-                 af->name, recent_misses, 100.0 * (double)af->hits / (double)af->calls,
-                 miss_names[top], af->last_miss);
+                 "%s", af->name, recent_misses, 100.0 * (double)af->hits / (double)af->calls,
+                 advice);
     }
 }
 
@@ -819,6 +851,10 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
             }
         } else if (af->last_key.inputs) {
             kind = key_diff(af, &af->last_key, &k, why, sizeof why);
+            for (size_t i = 0; kind != MISS_COUNT && i < sizeof af->evicted / sizeof af->evicted[0];
+                 i++)
+                if (af->evicted[i].inputs && key_equal(&af->evicted[i], &k))
+                    kind = MISS_COUNT;
             if (kind == MISS_COUNT) { /* it was cached once: evicted or cleared */
                 kind = MISS_EVICTED;
                 snprintf(why, sizeof why, "its trace was evicted (CacheSize %d)", af->cache_size);
@@ -1094,6 +1130,7 @@ DLA_API void dla_accel_clear(dla_accel *af)
         return;
     pthread_mutex_lock(&af->lock);
     drop_entries(af);
+    forget_evicted(af);
     key_free(&af->last_key);
     af->calls = af->hits = 0;
     af->recent = 0;

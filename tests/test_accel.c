@@ -261,7 +261,7 @@ static void test_a_full_cache_evicts_and_keeps_what_is_hit(void **state)
     assert_int_equal(c.calls, before); /* still cached */
     dla_accel_call(af, &c, 1, &b, 1, &y);
     assert_int_equal(c.calls, before + 1);
-    assert_non_null(strstr(dla_accel_last_miss(af), "input 1 dims"));
+    assert_string_equal(dla_accel_last_miss(af), "its trace was evicted (CacheSize 2)");
     /* Lowering the size evicts at once. */
     dla_accel_set_cache_size(af, 1);
     assert_int_equal(dla_accel_occupancy(af), 1);
@@ -320,7 +320,7 @@ static void test_lowering_the_cache_size_keeps_the_highest_score(void **state)
     assert_string_equal(dla_accel_last_miss(af), "");
     dla_accel_call(af, &c, 1, &b, 1, &y);
     assert_int_equal(c.calls, 3);
-    assert_string_equal(dla_accel_last_miss(af), "input 1 dims 2x2 -> 3x3");
+    assert_string_equal(dla_accel_last_miss(af), "its trace was evicted (CacheSize 1)");
     dla_scope_end();
     dla_accel_free(af);
 }
@@ -376,6 +376,49 @@ static void test_a_run_of_misses_warns_once_with_the_most_frequent_reason(void *
     assert_non_null(strstr(w, "the most frequent reason is a change of input dims"));
     assert_non_null(strstr(w, "(last: input 1 dims 4x"));
     assert_true(!eol || !strstr(eol + 1, "missed the cache")); /* once */
+    assert_true(dla_accel_hit_rate(af) == 0.0);
+    free(log);
+    dla_accel_free(af);
+}
+
+/* Three batch sizes in turn through a cache of two: every call after the
+ * first three misses because its trace was evicted. */
+static char thrash_wrong[600]; /* the first call that missed otherwise */
+
+static void three_sizes_in_two(void *arg)
+{
+    dla_accel *af = arg;
+    counter c = {0, 1.0};
+    thrash_wrong[0] = '\0';
+    dla_accel_set_cache_size(af, 2);
+    dla_scope_begin();
+    for (int call = 0; call < 12; call++) {
+        dla_tensor *x = dla_ones(DLA_F32, "CB", DLA_DIMS(4, 1 + call % 3)), *y;
+        dla_status st = dla_accel_call(af, &c, 1, &x, 1, &y);
+        /* No cmocka failure here: stderr is a file until this returns. */
+        if (!thrash_wrong[0] && (st != DLA_OK || (call >= 3 && strcmp(dla_accel_last_miss(af),
+                                 "its trace was evicted (CacheSize 2)"))))
+            snprintf(thrash_wrong, sizeof thrash_wrong, "call %d: status %d, miss \"%s\"",
+                     call + 1, st, dla_accel_last_miss(af));
+    }
+    dla_scope_end();
+}
+
+/* A cache too small for the input patterns in use says so. Until
+ * 2026-11-29 only a key equal to the last one was known as evicted: the
+ * misses named the dims that differ from the last call's, and the warning
+ * told to keep the dims fixed, where raising CacheSize was the remedy. */
+static void test_a_cache_too_small_says_its_traces_were_evicted(void **state)
+{
+    (void)state;
+    dla_accel *af = dla_accelerate(scaled_sum, &(dla_accel_options){.name = "thrash"});
+    char *log = stderr_of(three_sizes_in_two, af);
+    if (thrash_wrong[0])
+        fail_msg("%s", thrash_wrong);
+    char *w = strstr(log, "of the last 10 calls missed the cache");
+    if (!w || !strstr(w, "the most frequent reason is a trace evicted from the full cache (last: "
+                      "its trace was evicted (CacheSize 2)). Raise CacheSize"))
+        fail_msg("the log says: %s", log);
     assert_true(dla_accel_hit_rate(af) == 0.0);
     free(log);
     dla_accel_free(af);
@@ -2559,6 +2602,7 @@ int main(void)
         TU_TEST(test_eviction_counts_a_hit_as_a_use_in_its_own_call),
         TU_TEST(test_lowering_the_cache_size_keeps_the_highest_score),
         TU_TEST(test_a_run_of_misses_warns_once_with_the_most_frequent_reason),
+        TU_TEST(test_a_cache_too_small_says_its_traces_were_evicted),
         TU_TEST(test_replayed_loss_and_gradients_equal_eager_ones_exactly),
         TU_TEST(test_a_batch_of_ones_gradients_replay_with_eager_bits),
         TU_TEST(test_replays_with_recurring_memory_equal_eager_every_time),
