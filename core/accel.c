@@ -473,15 +473,23 @@ static void note_call(dla_accel *af, int miss, miss_kind kind)
     /* tf.function's rule, roughly: most of the last 10 calls missed. */
     int recent_misses = __builtin_popcount(af->recent & 0x3ffu);
     if (!af->warned && af->calls >= 10 && recent_misses >= 8) {
-        int top = MISS_FIRST + 1;
+        /* "first call" again and again: no trace was kept, the calls
+         * failed. It is the reason only when no other is: until
+         * 2026-11-29 it was never, and ten failing calls warned of "a
+         * change of gradient mode" that no call had made. */
+        int top = MISS_FIRST;
         for (int k = MISS_FIRST + 1; k < MISS_COUNT; k++)
-            if (af->miss_counts[k] > af->miss_counts[top])
+            if (af->miss_counts[k] > 0 && af->miss_counts[k] >= af->miss_counts[top])
                 top = k;
         af->warned = 1;
         char advice[sizeof af->last_miss + 200];
         /* Evictions and stale traces are no change of the calls: their
          * remedy is another. */
-        if (top == MISS_EVICTED)
+        if (top == MISS_FIRST)
+            snprintf(advice, sizeof advice, "no trace was kept (last: %s): the calls failed, or "
+                     "their traces could not be kept; see the errors they returned",
+                     af->last_miss);
+        else if (top == MISS_EVICTED)
             snprintf(advice, sizeof advice, "the most frequent reason is a trace evicted from the "
                      "full cache (last: %s). Raise CacheSize to hold every input pattern in use "
                      "(dla_accel_set_cache_size)", af->last_miss);

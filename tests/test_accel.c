@@ -424,6 +424,41 @@ static void test_a_cache_too_small_says_its_traces_were_evicted(void **state)
     dla_accel_free(af);
 }
 
+/* x + a 2x2 matrix: fails for any other x. */
+static dla_status add_two_by_two(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                 dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = dla_add(in[0], dla_ones(DLA_F64, "", DLA_DIMS(2, 2)));
+    return out[0] ? dla_tensor_status(out[0]) : DLA_ERR_STATE;
+}
+
+static void twelve_failing_calls(void *arg)
+{
+    dla_scope_begin();
+    dla_tensor *x = ones(3, 3), *y;
+    for (int call = 0; call < 12; call++)
+        dla_accel_call(arg, NULL, 1, &x, 1, &y);
+    dla_scope_end();
+}
+
+/* Calls that all fail keep no trace: each misses as a first call. Until
+ * 2026-11-29 the low-hit-rate warning then named "a change of gradient
+ * mode" (the first reason in its list, counted 0 times) and told to keep
+ * it fixed. */
+static void test_failing_calls_warn_that_no_trace_was_kept(void **state)
+{
+    (void)state;
+    dla_accel *af = dla_accelerate(add_two_by_two, &(dla_accel_options){.name = "fails"});
+    char *log = stderr_of(twelve_failing_calls, af);
+    char *w = strstr(log, "of the last 10 calls missed the cache");
+    if (!w || !strstr(w, "no trace was kept (last: first call): the calls failed") ||
+        strstr(log, "gradient mode"))
+        fail_msg("the log says: %s", log);
+    free(log);
+    dla_accel_free(af);
+}
+
 /* --------------------------------------------------- replayed values */
 
 static void test_replayed_loss_and_gradients_equal_eager_ones_exactly(void **state)
@@ -2603,6 +2638,7 @@ int main(void)
         TU_TEST(test_lowering_the_cache_size_keeps_the_highest_score),
         TU_TEST(test_a_run_of_misses_warns_once_with_the_most_frequent_reason),
         TU_TEST(test_a_cache_too_small_says_its_traces_were_evicted),
+        TU_TEST(test_failing_calls_warn_that_no_trace_was_kept),
         TU_TEST(test_replayed_loss_and_gradients_equal_eager_ones_exactly),
         TU_TEST(test_a_batch_of_ones_gradients_replay_with_eager_bits),
         TU_TEST(test_replays_with_recurring_memory_equal_eager_every_time),
