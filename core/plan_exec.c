@@ -205,7 +205,7 @@ static int prepare(dla__plan *p, const dla__trace *t, dla_tensor *const *in)
     for (int j = 0; j < t->nconsts; j++) {
         dla_tensor *c = t->consts[j];
         if (c->storage->device == p->dev ||
-            (!dla__trace_const_moves(t, c, p->dev) && !only_moved(t, j))) {
+            (!dla__trace_const_moves(t, j, p->dev) && !only_moved(t, j))) {
             p->consts[j] = dla_tensor_retain(c);
             continue;
         }

@@ -41,7 +41,7 @@ static dla_status replay_plain(const dla__trace *t, dla_tensor *const *in, dla_t
             v[id] = in[val->index];
         } else if (val->kind == DLA__VALUE_CONST) {
             dla_tensor *c = t->consts[val->index];
-            if (dla__trace_const_moves(t, c, dev)) {
+            if (dla__trace_const_moves(t, val->index, dev)) {
                 /* A device move as an op, so an outer recording sees it. */
                 dla_scope_begin();
                 dla_tensor *moved = dla_tensor_to_device(c, dev);
@@ -98,10 +98,11 @@ static dla_status replay_plain(const dla__trace *t, dla_tensor *const *in, dla_t
     return st;
 }
 
-int dla__trace_const_moves(const dla__trace *t, const dla_tensor *c, const dla_device *dev)
+int dla__trace_const_moves(const dla__trace *t, int j, const dla_device *dev)
 {
-    const dla_device *on = c->storage->device;
-    return dev && on != dev && (!t->device || on == t->device);
+    const dla_device *on = t->consts[j]->storage->device;
+    return dev && on != dev &&
+           (t->device ? on == t->device : !(t->const_pinned && t->const_pinned[j]));
 }
 
 dla_status dla__trace_replay(const dla__trace *t, dla_tensor *const *in, dla_tensor **out)

@@ -2407,6 +2407,56 @@ static void test_the_current_device_is_in_the_key_and_replays_keep_eagers_device
     dla_accel_free(af);
 }
 
+/* A trace whose constant was made on another current device than its
+ * input's keeps it there through a file too (format 1.3, CDEV): loaded
+ * on either device, it replays as recorded. Until 2026-11-29 a loaded
+ * trace's constants all moved to input 1's device, and with x on here
+ * and the constant recorded there every replay failed ("dla_mul:
+ * arguments a and b are on testmem:0 and cpu:0"). */
+static void test_a_saved_trace_keeps_a_constant_on_the_device_it_was_made_on(void **state)
+{
+    (void)state;
+    assert_true(dla_device_count() >= 2); /* main() adds the testmem plugin */
+    dla_device *here = dla_device_current(), *there = tu_other_device();
+    dla_tensor *x = dla_tensor_from_host((const float[]){1, 2, 3}, DLA_F32, "", DLA_DIMS(3)), *y[2];
+    int ran = 0;
+    dla_accel *af = dla_accelerate(double_on_current, &(dla_accel_options){.name = "saved"});
+    dla_device_set_current(there);
+    assert_int_equal(dla_accel_call(af, &ran, 1, &x, 2, y), DLA_OK);
+    dla_tensor_release(y[0]);
+    dla_tensor_release(y[1]);
+    dla_trace *t = dla_accel_trace(af, 0);
+    char path[] = "/tmp/dla_accel_cdevXXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(dla_trace_save(t, path), DLA_OK);
+    for (int load_on = 0; load_on < 2; load_on++) {
+        dla_device_set_current(load_on ? there : here);
+        dla_trace *l;
+        if (dla_trace_load(path, &l) != DLA_OK)
+            fail_msg("%s", dla_last_error());
+        for (int call = 0; call < 3; call++) { /* a plan made, then run */
+            if (dla_trace_replay(l, 1, &x, 2, y) != DLA_OK)
+                fail_msg("loaded on %s, replay %d: %s", dla_device_name(dla_device_current()),
+                         call + 1, dla_last_error());
+            for (int i = 0; i < 2; i++)
+                assert_ptr_equal(dla_tensor_device(y[i]), there);
+            for (int j = 0; j < 3; j++)
+                tu_assert_near(dla_tensor_item(y[0], j), 2.0 * (j + 1), 0);
+            tu_assert_near(dla_tensor_item(y[1], 0), 2.0, 0);
+            dla_tensor_release(y[0]);
+            dla_tensor_release(y[1]);
+        }
+        dla_trace_release(l);
+    }
+    unlink(path);
+    dla_device_set_current(NULL);
+    dla_trace_release(t);
+    dla_accel_free(af);
+    dla_tensor_release(x);
+}
+
 /* x + c, c moved to x's device as device-agnostic code writes it. */
 static dla_status add_on_inputs_device(void *ctx, int nin, dla_tensor *const *in, int nout,
                                        dla_tensor **out)
@@ -2670,6 +2720,7 @@ int main(void)
         TU_TEST(test_a_trace_recorded_on_one_device_replays_on_another),
         TU_TEST(test_the_current_device_is_in_the_key_and_replays_keep_eagers_devices),
         TU_TEST(test_a_move_to_the_recording_device_replays_on_another_in_memory_too),
+        TU_TEST(test_a_saved_trace_keeps_a_constant_on_the_device_it_was_made_on),
         TU_TEST(test_a_network_as_ctx_trains_through_an_accelerated_loss_as_eagerly),
         TU_TEST(test_a_struct_with_a_network_and_a_scalar_keys_on_the_scalars_value),
         TU_TEST(test_a_gradient_of_a_baked_tensor_is_refused_naming_it),

@@ -245,7 +245,9 @@ DLA_API dla_status dla_trace_save(const dla_trace *t, const char *path);
  * reference; NULL on failure) that replays with dla_trace_replay on any
  * device, as the saved one did. Its constants are made on the calling
  * thread's current device (replay copies them to another device on every
- * replay: load where you replay). A move to "the replay device" goes to
+ * replay: load where you replay), but for one recorded on another device
+ * than the inputs' (made on another current device), which is made and
+ * stays on that device (DLA_ERR_NO_DEVICE when it cannot be had). A move to "the replay device" goes to
  * the device of the replay's first input; a move to a named device needs
  * that device here (DLA_ERR_NO_DEVICE otherwise). The file is checked
  * whole before anything is made; every failure names the file and the
