@@ -33,7 +33,9 @@ dla_device *dla__replay_device_swap(dla_device *dev)
     return outer;
 }
 
-dla_device *dla__replay_from(void) { return replay_from; }
+/* Only to the forward of an op the replay runs itself: a move an op's
+ * forward makes inside it (to its own choice of device) keeps its target. */
+dla_device *dla__replay_from(void) { return forward_depth == 1 ? replay_from : NULL; }
 
 dla_device *dla__replay_from_swap(dla_device *dev)
 {
