@@ -384,7 +384,8 @@ static miss_kind key_diff(const dla_accel *af, const key *old, const key *new, c
 static int key_equal(const key *a, const key *b)
 {
     if (a->grad != b->grad || a->nin != b->nin || a->nuser != b->nuser || a->nout != b->nout ||
-        a->current != b->current || a->nbytes != b->nbytes || a->nstruct != b->nstruct || memcmp(a->bytes, b->bytes, b->nbytes))
+        a->current != b->current || a->nbytes != b->nbytes || a->nstruct != b->nstruct ||
+        memcmp(a->bytes, b->bytes, b->nbytes))
         return 0;
     for (int i = 0; i < b->nin; i++) {
         const key_input *x = &a->inputs[i], *y = &b->inputs[i];
