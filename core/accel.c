@@ -613,7 +613,9 @@ static dla_status run_eager(dla_accel *af, void *ctx, int grad, int nin, dla_ten
     if (grad) {
         st = dla_feval(af->fn, ctx, nin, in, nout, out);
     } else {
+        const unsigned long said = dla__fail_count();
         st = af->fn(ctx, nin, in, nout, out);
+        dla__fail_unsaid("dla_accel_call", st, said);
         for (int i = 0; i < nout; i++)
             if (!out[i]) {
                 dla__fail(st != DLA_OK ? st : DLA_ERR_STATE,

@@ -459,6 +459,39 @@ static void test_failing_calls_warn_that_no_trace_was_kept(void **state)
     dla_accel_free(af);
 }
 
+/* Fails with a status and no message. */
+static dla_status fails_silently(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                 dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = dla_exp(in[0]);
+    return DLA_ERR_INVALID_ARGUMENT;
+}
+
+/* A function that returns an error without dla_set_error: the call's last
+ * error says so. Until 2026-11-29 it was whatever failed before, here a
+ * dla_add of another shape the caller made earlier, which named an op the
+ * function never ran. */
+static void test_a_function_failing_without_a_message_is_named(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = ones(2, 2), *y;
+    dla_accel *af = dla_accelerate(fails_silently, &(dla_accel_options){.name = "silent"});
+    for (int grad = 0; grad < 2; grad++) {
+        dla_add(ones(2, 2), ones(3, 3)); /* an older failure */
+        assert_non_null(strstr(dla_last_error(), "dla_add"));
+        dla_status st = grad ? dla_accel_feval(af, NULL, 1, &x, 1, &y)
+                             : dla_accel_call(af, NULL, 1, &x, 1, &y);
+        assert_int_equal(st, DLA_ERR_INVALID_ARGUMENT);
+        if (!strstr(dla_last_error(), "the function returned \"invalid argument\" and gave no "
+                    "reason (dla_set_error gives one)"))
+            fail_msg("%s: %s", grad ? "dla_accel_feval" : "dla_accel_call", dla_last_error());
+    }
+    dla_accel_free(af);
+    dla_scope_end();
+}
+
 /* --------------------------------------------------- replayed values */
 
 static void test_replayed_loss_and_gradients_equal_eager_ones_exactly(void **state)
@@ -2689,6 +2722,7 @@ int main(void)
         TU_TEST(test_a_run_of_misses_warns_once_with_the_most_frequent_reason),
         TU_TEST(test_a_cache_too_small_says_its_traces_were_evicted),
         TU_TEST(test_failing_calls_warn_that_no_trace_was_kept),
+        TU_TEST(test_a_function_failing_without_a_message_is_named),
         TU_TEST(test_replayed_loss_and_gradients_equal_eager_ones_exactly),
         TU_TEST(test_a_batch_of_ones_gradients_replay_with_eager_bits),
         TU_TEST(test_replays_with_recurring_memory_equal_eager_every_time),
