@@ -55,6 +55,14 @@ typedef struct key {
     unsigned char *bytes; /* the ctx kind's structure, then the non-tensor inputs */
     size_t nbytes;
     size_t nstruct;       /* of them, the structure's */
+    /* The calling thread's current device: what the function makes from
+     * host data (dla_ones, dla_tensor_from_host) is made there, and
+     * dla_tensor_to_device(x, NULL) moves there, and the trace keeps both
+     * as recorded. A replay after dla_device_set_current put its results
+     * where the recording's current device was (a cpu result where eager
+     * gave an opencl one), so a call with another current device records
+     * anew. */
+    dla_device *current;
 } key;
 
 static void key_free(key *k)
@@ -67,13 +75,14 @@ static void key_free(key *k)
 /* What a miss was about, counted for the low-hit-rate warning. */
 typedef enum miss_kind {
     MISS_FIRST, MISS_MODE, MISS_NIN, MISS_NOUT, MISS_STRUCTURE, MISS_DTYPE, MISS_DIMS, MISS_FORMAT,
-    MISS_DEVICE, MISS_SAME, MISS_LAYOUT, MISS_VALUES, MISS_EVICTED, MISS_STALE, MISS_COUNT
+    MISS_DEVICE, MISS_SAME, MISS_LAYOUT, MISS_CURRENT, MISS_VALUES, MISS_EVICTED, MISS_STALE,
+    MISS_COUNT
 } miss_kind;
 
 static const char *const miss_names[] = {
     "first call", "gradient mode", "number of inputs", "number of outputs", "ctx structure",
     "input dtype", "input dims", "input format", "input device", "same tensor in two places",
-    "input layout",
+    "input layout", "current device",
     "non-tensor input values", "trace evicted", "stale constant",
 };
 _Static_assert(sizeof miss_names / sizeof miss_names[0] == MISS_COUNT, "miss names");
@@ -110,6 +119,13 @@ struct dla_accel {
     char last_miss[512];
     char last_check[640]; /* room for the message and a whole 320-byte cause */
     key last_key; /* of the most recent trace used or made: misses compare to it */
+    /* The keys of the last traces evicted, so that a call with one of them
+     * misses with "its trace was evicted" whichever key came last: a cache
+     * too small for the shapes it is fed then says so, and the low-hit-rate
+     * warning does not blame "a change of input dims" and tell to keep
+     * them fixed (until 2026-11-29 only the most recent key was known). */
+    key evicted[8];
+    int evicted_next;
 };
 
 static void entry_release(entry *e)
@@ -153,6 +169,13 @@ DLA_API dla_accel *dla_accelerate(dla_function fn, const dla_accel_options *opts
     return af;
 }
 
+static void forget_evicted(dla_accel *af)
+{
+    for (size_t i = 0; i < sizeof af->evicted / sizeof af->evicted[0]; i++)
+        key_free(&af->evicted[i]);
+    af->evicted_next = 0;
+}
+
 static void drop_entries(dla_accel *af)
 {
     for (int i = 0; i < af->nentries; i++)
@@ -178,6 +201,7 @@ DLA_API void dla_accel_free(dla_accel *af)
     if (!af || !accel_live(af, "dla_accel_free"))
         return;
     drop_entries(af);
+    forget_evicted(af);
     key_free(&af->last_key);
     pthread_mutex_destroy(&af->lock);
     af->magic = DLA__HANDLE_DEAD; /* parked, not freed: a stale pointer reads "dead" */
@@ -213,6 +237,7 @@ static dla_status make_key(dla_accel *af, void *ctx, int grad, int nuser, int ni
     k->nin = nin;
     k->nuser = nuser;
     k->nout = nout;
+    k->current = dla_device_current();
     k->inputs = dla__calloc((size_t)(nin ? nin : 1), sizeof *k->inputs);
     if (!k->inputs)
         return dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot build the key");
@@ -337,6 +362,11 @@ static miss_kind key_diff(const dla_accel *af, const key *old, const key *new, c
             return MISS_LAYOUT;
         }
     }
+    if (old->current != new->current) {
+        snprintf(why, size, "current device %s -> %s", old->current ? old->current->name : "(none)",
+                 new->current ? new->current->name : "(none)");
+        return MISS_CURRENT;
+    }
     if (old->nbytes != new->nbytes || memcmp(old->bytes, new->bytes, new->nbytes)) {
         size_t at = new->nstruct;
         while (at < old->nbytes && at < new->nbytes && old->bytes[at] == new->bytes[at])
@@ -354,7 +384,8 @@ static miss_kind key_diff(const dla_accel *af, const key *old, const key *new, c
 static int key_equal(const key *a, const key *b)
 {
     if (a->grad != b->grad || a->nin != b->nin || a->nuser != b->nuser || a->nout != b->nout ||
-        a->nbytes != b->nbytes || a->nstruct != b->nstruct || memcmp(a->bytes, b->bytes, b->nbytes))
+        a->current != b->current || a->nbytes != b->nbytes || a->nstruct != b->nstruct ||
+        memcmp(a->bytes, b->bytes, b->nbytes))
         return 0;
     for (int i = 0; i < b->nin; i++) {
         const key_input *x = &a->inputs[i], *y = &b->inputs[i];
@@ -411,6 +442,11 @@ static void evict_to(dla_accel *af, int size, int first)
         af->nentries--;
         dla__log(DLA_LOG_INFO, "dla_accelerate: %s: cache full (%d): evicted a trace hit %ld times",
                  af->name, size, e->hits);
+        /* Kept for the miss reason; without memory for it, a later miss
+         * names the component that differs from the last key instead. */
+        int n = (int)(sizeof af->evicted / sizeof af->evicted[0]);
+        key_copy(&af->evicted[af->evicted_next], &e->k);
+        af->evicted_next = (af->evicted_next + 1) % n;
         entry_release(e);
     }
 }
@@ -438,17 +474,37 @@ static void note_call(dla_accel *af, int miss, miss_kind kind)
     /* tf.function's rule, roughly: most of the last 10 calls missed. */
     int recent_misses = __builtin_popcount(af->recent & 0x3ffu);
     if (!af->warned && af->calls >= 10 && recent_misses >= 8) {
-        int top = MISS_FIRST + 1;
+        /* "first call" again and again: no trace was kept, the calls
+         * failed. It is the reason only when no other is: until
+         * 2026-11-29 it was never, and ten failing calls warned of "a
+         * change of gradient mode" that no call had made. */
+        int top = MISS_FIRST;
         for (int k = MISS_FIRST + 1; k < MISS_COUNT; k++)
-            if (af->miss_counts[k] > af->miss_counts[top])
+            if (af->miss_counts[k] > 0 && af->miss_counts[k] >= af->miss_counts[top])
                 top = k;
         af->warned = 1;
+        char advice[sizeof af->last_miss + 200];
+        /* Evictions and stale traces are no change of the calls: their
+         * remedy is another. */
+        if (top == MISS_FIRST)
+            snprintf(advice, sizeof advice, "no trace was kept (last: %s): the calls failed, or "
+                     "their traces could not be kept; see the errors they returned",
+                     af->last_miss);
+        else if (top == MISS_EVICTED)
+            snprintf(advice, sizeof advice, "the most frequent reason is a trace evicted from the "
+                     "full cache (last: %s). Raise CacheSize to hold every input pattern in use "
+                     "(dla_accel_set_cache_size)", af->last_miss);
+        else if (top == MISS_STALE)
+            snprintf(advice, sizeof advice, "the most frequent reason is a stale trace (last: "
+                     "%s). Pass what changes as tensor inputs", af->last_miss);
+        else
+            snprintf(advice, sizeof advice, "the most frequent reason is a change of %s (last: "
+                     "%s). Keep it fixed between calls, or call the function itself",
+                     miss_names[top], af->last_miss);
         dla__log(DLA_LOG_WARN,
                  "dla_accelerate: %s: %d of the last 10 calls missed the cache (hit rate %.0f%%); "
-                 "the most frequent reason is a change of %s (last: %s). Keep it fixed between "
-                 "calls, or call the function itself",
-                 af->name, recent_misses, 100.0 * (double)af->hits / (double)af->calls,
-                 miss_names[top], af->last_miss);
+                 "%s", af->name, recent_misses, 100.0 * (double)af->hits / (double)af->calls,
+                 advice);
     }
 }
 
@@ -512,11 +568,26 @@ static void check_outputs(dla_accel *af, const dla__trace *t, int nout, dla_tens
         dla__free(b);
         if (ok && abs_err > af->check_tolerance && rel_err > af->check_tolerance) {
             char cause[320] = "";
-            if (t->inner_consts)
-                snprintf(cause, sizeof cause, "; the trace bakes %d constant%s made inside the "
-                         "function (random numbers not drawn like a traced tensor, or host data)",
-                         t->inner_consts, t->inner_consts == 1 ? "" : "s");
-            else if (t->data_dependent)
+            /* Tensors made before the call and read through ctx or a
+             * global (weights swapped for others the caller still holds,
+             * which no stale check sees) are the trap the check is for
+             * most often: until 2026-11-29 the warning named no cause
+             * for them. */
+            int outer = 0;
+            for (int c = 0; t->const_outer && c < t->nconsts; c++)
+                outer += t->const_outer[c] != 0;
+            if (t->inner_consts || outer) {
+                char in[160] = "", out[160] = "";
+                if (t->inner_consts)
+                    snprintf(in, sizeof in, " %d constant%s made inside the function (random "
+                             "numbers not drawn like a traced tensor, or host data)",
+                             t->inner_consts, t->inner_consts == 1 ? "" : "s");
+                if (outer)
+                    snprintf(out, sizeof out, "%s %d constant%s made before the call (read "
+                             "through ctx or a global, not passed as a tensor input)",
+                             t->inner_consts ? " and" : "", outer, outer == 1 ? "" : "s");
+                snprintf(cause, sizeof cause, "; the trace bakes%s%s", in, out);
+            } else if (t->data_dependent)
                 snprintf(cause, sizeof cause, "; the trace is data-dependent: %s",
                          t->data_dependent_note);
             snprintf(af->last_check, sizeof af->last_check,
@@ -542,7 +613,9 @@ static dla_status run_eager(dla_accel *af, void *ctx, int grad, int nin, dla_ten
     if (grad) {
         st = dla_feval(af->fn, ctx, nin, in, nout, out);
     } else {
+        const unsigned long said = dla__fail_count();
         st = af->fn(ctx, nin, in, nout, out);
+        dla__fail_unsaid("dla_accel_call", st, said);
         for (int i = 0; i < nout; i++)
             if (!out[i]) {
                 dla__fail(st != DLA_OK ? st : DLA_ERR_STATE,
@@ -789,6 +862,10 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
             }
         } else if (af->last_key.inputs) {
             kind = key_diff(af, &af->last_key, &k, why, sizeof why);
+            for (size_t i = 0; kind != MISS_COUNT && i < sizeof af->evicted / sizeof af->evicted[0];
+                 i++)
+                if (af->evicted[i].inputs && key_equal(&af->evicted[i], &k))
+                    kind = MISS_COUNT;
             if (kind == MISS_COUNT) { /* it was cached once: evicted or cleared */
                 kind = MISS_EVICTED;
                 snprintf(why, sizeof why, "its trace was evicted (CacheSize %d)", af->cache_size);
@@ -1064,6 +1141,7 @@ DLA_API void dla_accel_clear(dla_accel *af)
         return;
     pthread_mutex_lock(&af->lock);
     drop_entries(af);
+    forget_evicted(af);
     key_free(&af->last_key);
     af->calls = af->hits = 0;
     af->recent = 0;

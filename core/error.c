@@ -14,6 +14,7 @@ _Static_assert(sizeof status_names / sizeof status_names[0] == DLA_STATUS_COUNT,
 
 static _Thread_local char last_message[1024];
 static _Thread_local dla_status last_status;
+static _Thread_local unsigned long fail_count;
 
 DLA_API const char *dla_status_str(dla_status status)
 {
@@ -40,7 +41,17 @@ dla_status dla__failv(dla_status status, const char *fmt, va_list ap)
     vsnprintf(msg, sizeof msg, fmt, ap);
     memcpy(last_message, msg, sizeof msg);
     last_status = status;
+    fail_count++;
     return status;
+}
+
+unsigned long dla__fail_count(void) { return fail_count; }
+
+void dla__fail_unsaid(const char *op, dla_status st, unsigned long count_before)
+{
+    if (st != DLA_OK && fail_count == count_before)
+        dla__fail(st, "%s: the function returned \"%s\" and gave no reason (dla_set_error "
+                  "gives one)", op, dla_status_str(st));
 }
 
 dla_status dla__fail(dla_status status, const char *fmt, ...)

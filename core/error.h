@@ -17,6 +17,14 @@
  * status so callers can `return dla__fail(...)`. */
 dla_status dla__fail(dla_status status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 dla_status dla__failv(dla_status status, const char *fmt, va_list ap);
+/* How many failures this thread has recorded (dla__fail, dla_set_error):
+ * a caller of user code compares it before and after, to tell a function
+ * that returned an error without a message (the last error is then an
+ * older, unrelated one) from one that said why. */
+unsigned long dla__fail_count(void);
+/* After fn returned st: when st is an error and fn recorded no failure,
+ * records one naming op and st, so the last error is not an older one. */
+void dla__fail_unsaid(const char *op, dla_status st, unsigned long count_before);
 
 /* Prefixes the thread's current message with "op: " (used when a plugin's
  * message needs the op that called it). */

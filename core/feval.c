@@ -31,7 +31,11 @@ DLA_API dla_status dla_feval(dla_function fn, void *ctx, int nin, dla_tensor *co
     memset(&tape, 0, sizeof tape);
     dla_status scope = dla_scope_begin();
     dla__tape_push(&tape);
+    const unsigned long said = dla__fail_count();
     dla_status st = scope == DLA_OK ? fn(ctx, nin, in, nout, out) : scope;
+    /* An error with no message of its own would leave an older, unrelated
+     * one as the last error: until 2026-11-29 the caller read that. */
+    dla__fail_unsaid(op, st, said);
     /* Keep the outputs (they leave the scope), then drop the tape. */
     for (int i = 0; i < nout; i++) {
         if (!out[i]) {

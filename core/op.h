@@ -220,6 +220,14 @@ int dla__in_forward(void);
  * replaces. (op_run.c) */
 dla_device *dla__replay_device(void);
 dla_device *dla__replay_device_swap(dla_device *dev);
+/* The device the trace of that replay was recorded on (NULL for a loaded
+ * trace, and outside one): there a move to it is a move to the replay
+ * device, as in a saved trace, where it is written as "the replay
+ * device". Read inside the forward of an op the replay runs (NULL inside
+ * the ops a forward runs itself). Set beside dla__replay_device_swap;
+ * the swap returns the one it replaces. (op_run.c) */
+dla_device *dla__replay_from(void);
+dla_device *dla__replay_from_swap(dla_device *dev);
 
 /* Nonzero when ops on this thread are being recorded (inside dla_feval and
  * not inside a backward pass). */

@@ -18,8 +18,9 @@
  * on the tape and in traces alike. */
 static _Thread_local int forward_depth;
 
-/* The device of the innermost dla_trace_replay on this thread. */
-static _Thread_local dla_device *replay_device;
+/* The device of the innermost dla_trace_replay on this thread, and the
+ * device its trace was recorded on. */
+static _Thread_local dla_device *replay_device, *replay_from;
 
 int dla__in_forward(void) { return forward_depth > 0; }
 
@@ -29,6 +30,17 @@ dla_device *dla__replay_device_swap(dla_device *dev)
 {
     dla_device *outer = replay_device;
     replay_device = dev;
+    return outer;
+}
+
+/* Only to the forward of an op the replay runs itself: a move an op's
+ * forward makes inside it (to its own choice of device) keeps its target. */
+dla_device *dla__replay_from(void) { return forward_depth == 1 ? replay_from : NULL; }
+
+dla_device *dla__replay_from_swap(dla_device *dev)
+{
+    dla_device *outer = replay_from;
+    replay_from = dev;
     return outer;
 }
 

@@ -153,6 +153,27 @@ static int refuse(dla__plan *p, const char *why)
     return 0;
 }
 
+/* Nonzero when constant j is no result of t and only dla_tensor_to_device
+ * reads it: its device is then seen nowhere (a device-agnostic function's
+ * dla_tensor_to_device(dla_tensor_from_host(...), dla_tensor_device(x))),
+ * and a plan may keep it on its own device to copy from there, device to
+ * device, rather than from the host every run. */
+static int only_moved(const dla__trace *t, int j)
+{
+    int id = 0;
+    while (id < t->nvalues && !(t->values[id].kind == DLA__VALUE_CONST && t->values[id].index == j))
+        id++;
+    if (id == t->nvalues || t->values[id].is_output)
+        return 0;
+    for (int k = 0; k < t->nentries; k++) {
+        const dla__trace_entry *e = &t->entries[k];
+        for (int i = 0; i < e->nin; i++)
+            if (e->in[i] == id && strcmp(e->op->name, "dla_tensor_to_device"))
+                return 0;
+    }
+    return 1;
+}
+
 /* What a run must match (input layouts), and the constants on the plan's
  * device. 0 (with p failed) when that cannot be had. */
 static int prepare(dla__plan *p, const dla__trace *t, dla_tensor *const *in)
@@ -178,10 +199,13 @@ static int prepare(dla__plan *p, const dla__trace *t, dla_tensor *const *in)
         p->in_offset[i] = in[i]->offset;
         p->in_dtype[i] = in[i]->dtype;
     }
-    /* Hoisted: each constant on the plan's device once, now. */
+    /* Hoisted: each constant on the plan's device once, now; one the
+     * plain replay leaves on a device of its own stays there too, unless
+     * moving it changes nothing that can be seen. */
     for (int j = 0; j < t->nconsts; j++) {
         dla_tensor *c = t->consts[j];
-        if (c->storage->device == p->dev) {
+        if (c->storage->device == p->dev ||
+            (!dla__trace_const_moves(t, j, p->dev) && !only_moved(t, j))) {
             p->consts[j] = dla_tensor_retain(c);
             continue;
         }

@@ -92,6 +92,12 @@ static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_uint reg_generation = 1;
 static _Thread_local dla_device *current_dev;
 static _Thread_local unsigned current_gen;
+/* The default device as this thread last resolved it: it is fixed until
+ * the registry is reset (a new generation), and dla_accelerate reads the
+ * current device on every call (its key), where the lock of
+ * dla_device_default cost 28 ns of a 300 ns hit. */
+static _Thread_local dla_device *default_seen;
+static _Thread_local unsigned default_gen;
 
 /* Reasons nest (a DLACCEL_DEVICE failure quotes a load failure quoting
  * dlerror()); past the buffer they are cut short, which is all right. */
@@ -1032,9 +1038,17 @@ DLA_API const char *dla_device_properties(const dla_device *dev)
 
 DLA_API dla_device *dla_device_current(void)
 {
-    if (current_dev && current_gen == atomic_load(&reg_generation))
+    const unsigned gen = atomic_load(&reg_generation);
+    if (current_dev && current_gen == gen)
         return current_dev;
-    return dla_device_default();
+    if (default_seen && default_gen == gen)
+        return default_seen;
+    dla_device *dev = dla_device_default();
+    /* The generation read before the default was: a reset in between
+     * leaves a stale pair that the next call does not trust. */
+    default_seen = dev;
+    default_gen = gen;
+    return dev;
 }
 
 DLA_API void dla_device_set_current(dla_device *dev)

@@ -76,6 +76,11 @@ typedef struct dla__trace {
      * NULL for a loaded trace (nothing to check). */
     unsigned char *const_outer;
     uint64_t *const_writes;
+    /* Per constant of a loaded trace: nonzero for one the file places on
+     * a device of its own (format 1.3, section CDEV: recorded on another
+     * device than the inputs'), which replays leave there. NULL when none
+     * is, and in a recorded trace (its device says). */
+    unsigned char *const_pinned;
     int inner_consts;    /* constants the function made while recording */
     uint64_t serial_start;
     int rng_entries;     /* entries that draw random numbers */
@@ -126,6 +131,18 @@ void dla__trace_free(dla__trace *t);
  * one but traces holds it any more (the caller replaced or released it);
  * why receives a sentence naming it. Cost: a few loads per constant. */
 int dla__trace_stale(const dla__trace *t, char *why, size_t size);
+
+/* Nonzero when a replay whose inputs are on dev reads constant j moved
+ * there: when it is on the device the trace was recorded on (input 1's),
+ * or the trace was loaded and the file did not place it on a device of
+ * its own (it is on the device the trace was loaded on). A constant on another device (made on a current device other than
+ * the inputs') stays there, as eagerly: the ops that read it (a move to
+ * the inputs' device, an op on that device's values) and the results
+ * that are it were recorded with it there. Until 2026-11-29 every
+ * constant moved to input 1's device, so such a trace failed every
+ * replay ("dla_mul: arguments a and b are on opencl:0 and cpu:0") or
+ * returned a constant on another device than its recording call did. */
+int dla__trace_const_moves(const dla__trace *t, int j, const dla_device *dev);
 
 /* Runs the trace on in[0..nin-1] (the trace's dtypes and dims; any
  * device), giving +1 references in out[0..nout-1]. Ops are run through

@@ -134,7 +134,9 @@ DLA_API dla_status dla_trace_replay(dla_trace *handle, int nin, dla_tensor *cons
     if (st == DLA_OK) {
         dla_device *outer =
             dla__replay_device_swap(t->nin ? in[0]->storage->device : dla_device_current());
+        dla_device *outer_from = dla__replay_from_swap(t->device);
         st = dla__trace_replay(t, in, out);
+        dla__replay_from_swap(outer_from);
         dla__replay_device_swap(outer);
     }
     for (int i = 0; i < nout && out; i++) {

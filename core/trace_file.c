@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #define FORMAT_MAJOR 1
-#define FORMAT_MINOR 2 /* 1.1: the ALIA section; 1.2: an op's flags byte */
+#define FORMAT_MINOR 3 /* 1.1: the ALIA section; 1.2: an op's flags byte; 1.3: CDEV */
 /* An op's flags (1.2; the byte was reserved, 0, before): the op ran off
  * the function's own tape (dla__trace_entry.off_tape). Other bits are
  * left to later minor versions and ignored. */
@@ -129,6 +129,16 @@ static void section_end(wbuf *b, size_t at)
     uint64_t n = b->len - at - 8;
     memcpy(b->p + at, &n, 8);
     pad8(b);
+}
+
+/* The device constant j stays on in a replay (dla__trace_const_moves), or
+ * NULL for one that moves to the replay's device. */
+static const dla_device *own_device(const dla__trace *t, int j)
+{
+    const dla_device *on = t->consts[j]->storage->device;
+    if (t->device)
+        return on == t->device ? NULL : on;
+    return t->const_pinned && t->const_pinned[j] ? on : NULL;
 }
 
 static size_t value_bytes(const dla__trace_value *v)
@@ -244,6 +254,21 @@ static dla_status serialize(const dla__trace *t, const char *path, wbuf *b)
         at = section_begin(b, "ALIA");
         for (int i = 0; i < t->nin; i++)
             put_u32(b, t->in_alias[i] < 0 ? UINT32_MAX : (uint32_t)t->in_alias[i]);
+        section_end(b, at);
+    }
+
+    /* 1.3: the device of each constant a replay leaves where it is (one
+     * made on another current device than the inputs'), "" for those on
+     * the replay device; only when some constant has one. */
+    int placed = 0;
+    for (int j = 0; j < t->nconsts; j++)
+        placed |= own_device(t, j) != NULL;
+    if (placed) {
+        at = section_begin(b, "CDEV");
+        for (int j = 0; j < t->nconsts; j++) {
+            const dla_device *dev = own_device(t, j);
+            put_str(b, dev ? dev->name : "");
+        }
         section_end(b, at);
     }
 
@@ -520,9 +545,10 @@ static const char section_tags[SEC_COUNT][5] = {"INFO", "VALS", "ENTS", "OUTS", 
 /* Finds the sections between the header and END; unknown ones (a newer
  * minor version's) are skipped. */
 static dla_status find_sections(const char *path, const unsigned char *p, size_t n,
-                                rbuf sec[SEC_COUNT], rbuf *alia)
+                                rbuf sec[SEC_COUNT], rbuf *alia, rbuf *cdev)
 {
     alia->p = NULL;
+    cdev->p = NULL;
     size_t pos = HEADER_BYTES, end = n - END_BYTES;
     int next = 0;
     while (pos < end) {
@@ -545,6 +571,12 @@ static dla_status find_sections(const char *path, const unsigned char *p, size_t
                 return bad(DLA_ERR_IO, path, "corrupt: a second section \"ALIA\" at byte %zu",
                            pos);
             *alia = (rbuf){p + pos + SECTION_HEAD, (size_t)len, 0, 0};
+        }
+        if (memcmp(tag, "CDEV", 4) == 0) {
+            if (cdev->p)
+                return bad(DLA_ERR_IO, path, "corrupt: a second section \"CDEV\" at byte %zu",
+                           pos);
+            *cdev = (rbuf){p + pos + SECTION_HEAD, (size_t)len, 0, 0};
         }
         if (which >= 0) {
             if (which != next)
@@ -836,11 +868,43 @@ static dla_status parse_info(const char *path, rbuf *r, dla__trace *t, uint32_t 
     return DLA_OK;
 }
 
-/* Makes the constants on the current device from their saved bytes. */
-static dla_status make_consts(const char *path, rbuf *r, dla__trace *t)
+/* The CDEV section (1.3; r NULL when the file has none): per constant
+ * the device it stays on, or "" for the replay device. The named ones go
+ * to on[] and t->const_pinned. */
+static dla_status parse_const_devices(const char *path, rbuf *r, dla__trace *t, dla_device **on)
 {
-    dla_device *dev = dla__current_device("dla_trace_load");
-    if (!dev)
+    if (!r)
+        return DLA_OK;
+    t->const_pinned = dla__calloc((size_t)(t->nconsts ? t->nconsts : 1), 1);
+    if (!t->const_pinned)
+        return bad(DLA_ERR_OUT_OF_MEMORY, path, "cannot hold %d constants' devices", t->nconsts);
+    for (int j = 0; j < t->nconsts; j++) {
+        char name[sizeof on[0]->name];
+        if (!get_str(r, name, sizeof name))
+            return bad(DLA_ERR_IO, path, "corrupt: section \"CDEV\": the device of constant %d",
+                       j);
+        if (!name[0])
+            continue;
+        if (!(on[j] = dla_device_get(name))) {
+            char why[256];
+            snprintf(why, sizeof why, "%s", dla_last_error());
+            return bad(DLA_ERR_NO_DEVICE, path, "constant %d was recorded on device \"%s\", "
+                       "which cannot be had here (%s)", j, name, why);
+        }
+        t->const_pinned[j] = 1;
+    }
+    if (r->pos != r->len)
+        return bad(DLA_ERR_IO, path, "corrupt: section \"CDEV\" has %zu bytes past its contents",
+                   r->len - r->pos);
+    return DLA_OK;
+}
+
+/* Makes the constants from their saved bytes: on on[j] where the file
+ * names a device, else on the current device. */
+static dla_status make_consts(const char *path, rbuf *r, dla__trace *t, dla_device *const *on)
+{
+    dla_device *cur = dla__current_device("dla_trace_load");
+    if (!cur)
         return dla_last_status();
     dla_status st = DLA_OK;
     for (int id = 0; id < t->nvalues && st == DLA_OK; id++) {
@@ -856,6 +920,7 @@ static dla_status make_consts(const char *path, rbuf *r, dla__trace *t)
                      "take %zu", v->index, (unsigned long long)stored, n);
             break;
         }
+        dla_device *dev = on[v->index] ? on[v->index] : cur;
         dla_tensor *c = dla__tensor_alloc("dla_trace_load", dev, v->dtype, v->format, v->ndims,
                                           v->dims);
         if (!c) {
@@ -907,8 +972,8 @@ static dla_status parse_aliases(const char *path, rbuf *r, dla__trace *t, const 
 
 static dla_status parse(const char *path, const unsigned char *p, size_t n, dla__trace *t)
 {
-    rbuf sec[SEC_COUNT], alia = {0};
-    dla_status st = find_sections(path, p, n, sec, &alia);
+    rbuf sec[SEC_COUNT], alia = {0}, cdev = {0};
+    dla_status st = find_sections(path, p, n, sec, &alia, &cdev);
     uint32_t counts[5];
     if (st == DLA_OK)
         st = parse_info(path, &sec[SEC_INFO], t, counts);
@@ -957,8 +1022,14 @@ static dla_status parse(const char *path, const unsigned char *p, size_t n, dla_
             t->values[t->entries[k].in[i]].last_use = k;
     for (int k = 0; k < t->nentries && st == DLA_OK; k++)
         st = check_entry(path, t, k);
+    dla_device **on = NULL;
+    if (st == DLA_OK && !(on = dla__calloc((size_t)(t->nconsts ? t->nconsts : 1), sizeof *on)))
+        st = bad(DLA_ERR_OUT_OF_MEMORY, path, "cannot hold %d constants' devices", t->nconsts);
     if (st == DLA_OK)
-        st = make_consts(path, &sec[SEC_CNST], t);
+        st = parse_const_devices(path, cdev.p ? &cdev : NULL, t, on);
+    if (st == DLA_OK)
+        st = make_consts(path, &sec[SEC_CNST], t, on);
+    dla__free(on);
     return st;
 }
 

@@ -436,6 +436,7 @@ void dla__trace_free(dla__trace *t)
     }
     dla__free(t->const_outer);
     dla__free(t->const_writes);
+    dla__free(t->const_pinned);
     dla__free(t->in_alias);
     dla__free(t->entries);
     dla__free(t->values);

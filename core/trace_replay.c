@@ -4,8 +4,9 @@
  * Replay walks the entries in order and calls each op's forward through
  * dla__run_op, with no user code, no scope and no key checks in between.
  * A value is released right after its last reader, so the device allocator
- * reuses memory as it goes. Constants recorded on another device than the
- * replay's are copied over once per replay.
+ * reuses memory as it goes. Constants recorded on the trace's device, when
+ * it replays on another, are copied over once per replay
+ * (dla__trace_const_moves).
  *
  * That is the plain replay. A replay first offers the call to the trace's
  * plan for the device (core/plan.h), which makes the same launches without
@@ -40,7 +41,7 @@ static dla_status replay_plain(const dla__trace *t, dla_tensor *const *in, dla_t
             v[id] = in[val->index];
         } else if (val->kind == DLA__VALUE_CONST) {
             dla_tensor *c = t->consts[val->index];
-            if (dev && c->storage->device != dev) {
+            if (dla__trace_const_moves(t, val->index, dev)) {
                 /* A device move as an op, so an outer recording sees it. */
                 dla_scope_begin();
                 dla_tensor *moved = dla_tensor_to_device(c, dev);
@@ -95,6 +96,13 @@ static dla_status replay_plain(const dla__trace *t, dla_tensor *const *in, dla_t
     dla__free(v);
     dla__free(owned);
     return st;
+}
+
+int dla__trace_const_moves(const dla__trace *t, int j, const dla_device *dev)
+{
+    const dla_device *on = t->consts[j]->storage->device;
+    return dev && on != dev &&
+           (t->device ? on == t->device : !(t->const_pinned && t->const_pinned[j]));
 }
 
 dla_status dla__trace_replay(const dla__trace *t, dla_tensor *const *in, dla_tensor **out)

@@ -164,6 +164,14 @@ static dla_status to_device_forward(const void *attrs, dla_tensor *const *in, in
 {
     static const char op[] = "dla_tensor_to_device";
     dla_device *dev = ((const device_attrs *)attrs)->dev;
+    /* A trace replayed on another device than it was recorded on moves to
+     * the replay's device what it moved to its own, as a saved trace does
+     * (a device-agnostic dla_tensor_to_device(c, dla_tensor_device(x)));
+     * until 2026-11-29 it moved there only when loaded from a file, and in
+     * memory the replay failed, "dla_add: arguments a and b are on
+     * testmem:0 and cpu:0". */
+    if (dev && dev == dla__replay_from() && dla__replay_device())
+        dev = dla__replay_device();
     if (!dev && !(dev = dla__replay_device()) && !(dev = dla__current_device(op)))
         return dla_last_status();
     dla_tensor *t = in[0];

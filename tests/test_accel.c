@@ -261,7 +261,7 @@ static void test_a_full_cache_evicts_and_keeps_what_is_hit(void **state)
     assert_int_equal(c.calls, before); /* still cached */
     dla_accel_call(af, &c, 1, &b, 1, &y);
     assert_int_equal(c.calls, before + 1);
-    assert_non_null(strstr(dla_accel_last_miss(af), "input 1 dims"));
+    assert_string_equal(dla_accel_last_miss(af), "its trace was evicted (CacheSize 2)");
     /* Lowering the size evicts at once. */
     dla_accel_set_cache_size(af, 1);
     assert_int_equal(dla_accel_occupancy(af), 1);
@@ -320,7 +320,7 @@ static void test_lowering_the_cache_size_keeps_the_highest_score(void **state)
     assert_string_equal(dla_accel_last_miss(af), "");
     dla_accel_call(af, &c, 1, &b, 1, &y);
     assert_int_equal(c.calls, 3);
-    assert_string_equal(dla_accel_last_miss(af), "input 1 dims 2x2 -> 3x3");
+    assert_string_equal(dla_accel_last_miss(af), "its trace was evicted (CacheSize 1)");
     dla_scope_end();
     dla_accel_free(af);
 }
@@ -379,6 +379,117 @@ static void test_a_run_of_misses_warns_once_with_the_most_frequent_reason(void *
     assert_true(dla_accel_hit_rate(af) == 0.0);
     free(log);
     dla_accel_free(af);
+}
+
+/* Three batch sizes in turn through a cache of two: every call after the
+ * first three misses because its trace was evicted. */
+static char thrash_wrong[600]; /* the first call that missed otherwise */
+
+static void three_sizes_in_two(void *arg)
+{
+    dla_accel *af = arg;
+    counter c = {0, 1.0};
+    thrash_wrong[0] = '\0';
+    dla_accel_set_cache_size(af, 2);
+    dla_scope_begin();
+    for (int call = 0; call < 12; call++) {
+        dla_tensor *x = dla_ones(DLA_F32, "CB", DLA_DIMS(4, 1 + call % 3)), *y;
+        dla_status st = dla_accel_call(af, &c, 1, &x, 1, &y);
+        /* No cmocka failure here: stderr is a file until this returns. */
+        if (!thrash_wrong[0] && (st != DLA_OK || (call >= 3 && strcmp(dla_accel_last_miss(af),
+                                 "its trace was evicted (CacheSize 2)"))))
+            snprintf(thrash_wrong, sizeof thrash_wrong, "call %d: status %d, miss \"%s\"",
+                     call + 1, st, dla_accel_last_miss(af));
+    }
+    dla_scope_end();
+}
+
+/* A cache too small for the input patterns in use says so. Until
+ * 2026-11-29 only a key equal to the last one was known as evicted: the
+ * misses named the dims that differ from the last call's, and the warning
+ * told to keep the dims fixed, where raising CacheSize was the remedy. */
+static void test_a_cache_too_small_says_its_traces_were_evicted(void **state)
+{
+    (void)state;
+    dla_accel *af = dla_accelerate(scaled_sum, &(dla_accel_options){.name = "thrash"});
+    char *log = stderr_of(three_sizes_in_two, af);
+    if (thrash_wrong[0])
+        fail_msg("%s", thrash_wrong);
+    char *w = strstr(log, "of the last 10 calls missed the cache");
+    if (!w || !strstr(w, "the most frequent reason is a trace evicted from the full cache (last: "
+                      "its trace was evicted (CacheSize 2)). Raise CacheSize"))
+        fail_msg("the log says: %s", log);
+    assert_true(dla_accel_hit_rate(af) == 0.0);
+    free(log);
+    dla_accel_free(af);
+}
+
+/* x + a 2x2 matrix: fails for any other x. */
+static dla_status add_two_by_two(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                 dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = dla_add(in[0], dla_ones(DLA_F64, "", DLA_DIMS(2, 2)));
+    return out[0] ? dla_tensor_status(out[0]) : DLA_ERR_STATE;
+}
+
+static void twelve_failing_calls(void *arg)
+{
+    dla_scope_begin();
+    dla_tensor *x = ones(3, 3), *y;
+    for (int call = 0; call < 12; call++)
+        dla_accel_call(arg, NULL, 1, &x, 1, &y);
+    dla_scope_end();
+}
+
+/* Calls that all fail keep no trace: each misses as a first call. Until
+ * 2026-11-29 the low-hit-rate warning then named "a change of gradient
+ * mode" (the first reason in its list, counted 0 times) and told to keep
+ * it fixed. */
+static void test_failing_calls_warn_that_no_trace_was_kept(void **state)
+{
+    (void)state;
+    dla_accel *af = dla_accelerate(add_two_by_two, &(dla_accel_options){.name = "fails"});
+    char *log = stderr_of(twelve_failing_calls, af);
+    char *w = strstr(log, "of the last 10 calls missed the cache");
+    if (!w || !strstr(w, "no trace was kept (last: first call): the calls failed") ||
+        strstr(log, "gradient mode"))
+        fail_msg("the log says: %s", log);
+    free(log);
+    dla_accel_free(af);
+}
+
+/* Fails with a status and no message. */
+static dla_status fails_silently(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                 dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = dla_exp(in[0]);
+    return DLA_ERR_INVALID_ARGUMENT;
+}
+
+/* A function that returns an error without dla_set_error: the call's last
+ * error says so. Until 2026-11-29 it was whatever failed before, here a
+ * dla_add of another shape the caller made earlier, which named an op the
+ * function never ran. */
+static void test_a_function_failing_without_a_message_is_named(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = ones(2, 2), *y;
+    dla_accel *af = dla_accelerate(fails_silently, &(dla_accel_options){.name = "silent"});
+    for (int grad = 0; grad < 2; grad++) {
+        dla_add(ones(2, 2), ones(3, 3)); /* an older failure */
+        assert_non_null(strstr(dla_last_error(), "dla_add"));
+        dla_status st = grad ? dla_accel_feval(af, NULL, 1, &x, 1, &y)
+                             : dla_accel_call(af, NULL, 1, &x, 1, &y);
+        assert_int_equal(st, DLA_ERR_INVALID_ARGUMENT);
+        if (!strstr(dla_last_error(), "the function returned \"invalid argument\" and gave no "
+                    "reason (dla_set_error gives one)"))
+            fail_msg("%s: %s", grad ? "dla_accel_feval" : "dla_accel_call", dla_last_error());
+    }
+    dla_accel_free(af);
+    dla_scope_end();
 }
 
 /* --------------------------------------------------- replayed values */
@@ -773,6 +884,47 @@ static void test_noise_like_a_traced_tensor_is_an_rng_slot_equal_to_eager(void *
     assert_string_equal(dla_accel_last_check(af), ""); /* no warning */
     dla_scope_end();
     dla_accel_free(af);
+}
+
+/* x .* w, w a tensor the caller made, read through ctx. */
+static dla_status times_ctx_weight(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                   dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    out[0] = dla_mul(in[0], *(dla_tensor **)ctx);
+    return DLA_OK;
+}
+
+/* Weights swapped through ctx for others the caller still holds: no stale
+ * check sees it (the baked tensor is alive and unwritten), the tolerance
+ * check does, and names the cause. Until 2026-11-29 its warning named
+ * none for constants made before the call, the commonest one. */
+static void test_the_tolerance_check_names_a_tensor_read_through_ctx(void **state)
+{
+    (void)state;
+    dla_tensor *x = dla_tensor_from_host((const float[]){1, 2, 3}, DLA_F32, "", DLA_DIMS(3));
+    dla_tensor *w1 = dla_tensor_from_host((const float[]){2}, DLA_F32, "", DLA_DIMS(1));
+    dla_tensor *w2 = dla_tensor_from_host((const float[]){5}, DLA_F32, "", DLA_DIMS(1));
+    dla_tensor *w = w1, *y;
+    dla_accel *af = dla_accelerate(times_ctx_weight, &(dla_accel_options){.name = "ctxWeight"});
+    dla_accel_set_check_mode(af, "tolerance");
+    for (int call = 0; call < 3; call++) {
+        w = call < 2 ? w1 : w2; /* the key is the ctx pointer: a hit */
+        assert_int_equal(dla_accel_call(af, &w, 1, &x, 1, &y), DLA_OK);
+        tu_assert_near(dla_tensor_item(y, 0), 2.0, 0); /* baked w1 */
+        dla_tensor_release(y);
+        if (call < 2)
+            assert_string_equal(dla_accel_last_check(af), "");
+    }
+    const char *msg = dla_accel_last_check(af);
+    if (!strstr(msg, "largest absolute difference 9") ||
+        !strstr(msg, "; the trace bakes 1 constant made before the call (read through ctx or a "
+                "global, not passed as a tensor input)"))
+        fail_msg("the check says: %s", msg);
+    dla_accel_free(af);
+    dla_tensor_release(w2);
+    dla_tensor_release(w1);
+    dla_tensor_release(x);
 }
 
 static void test_noise_from_the_host_is_baked_and_tolerance_check_warns(void **state)
@@ -2257,6 +2409,174 @@ static void test_a_trace_recorded_on_one_device_replays_on_another(void **state)
     dla_accel_free(af);
 }
 
+/* 2 x moved to the current device (dla_tensor_to_device(x, NULL)) times a
+ * constant made there, and that constant as a result of its own. */
+static dla_status double_on_current(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                    dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    ++*(int *)ctx;
+    dla_tensor *two = dla_tensor_from_host((const float[]){2}, DLA_F32, "", DLA_DIMS(1));
+    out[0] = dla_mul(dla_tensor_to_device(in[0], NULL), two);
+    out[1] = two;
+    return DLA_OK;
+}
+
+/* Each call's results, values and devices, against eager's for the
+ * current device: 2x on the current device, and 2 there. */
+static void expect_doubled_on(dla_accel *af, int *ran, dla_tensor *x, dla_device *cur, int runs,
+                              const char *miss)
+{
+    dla_device_set_current(cur);
+    dla_tensor *y[2];
+    if (dla_accel_call(af, ran, 1, &x, 2, y) != DLA_OK)
+        fail_msg("calling with x on %s, current device %s: %s", dla_device_name(dla_tensor_device(x)),
+                 dla_device_name(cur), dla_last_error());
+    assert_int_equal(*ran, runs);
+    assert_string_equal(dla_accel_last_miss(af), miss);
+    for (int i = 0; i < 2; i++)
+        if (dla_tensor_device(y[i]) != cur)
+            fail_msg("result %d is on %s; eagerly it is on the current device, %s", i + 1,
+                     dla_device_name(dla_tensor_device(y[i])), dla_device_name(cur));
+    for (int j = 0; j < 3; j++)
+        tu_assert_near(dla_tensor_item(y[0], j), 2.0 * (j + 1), 0);
+    tu_assert_near(dla_tensor_item(y[1], 0), 2.0, 0);
+    dla_tensor_release(y[0]);
+    dla_tensor_release(y[1]);
+}
+
+/* What a function makes from host data is made on the current device,
+ * and dla_tensor_to_device(x, NULL) moves there: the trace keeps both.
+ * Until 2026-11-29 the current device was no part of the key, and every
+ * replay moved the trace's constants to input 1's device: after
+ * dla_device_set_current, hits returned results on the old current
+ * device; and a function whose inputs were on another device than the
+ * current one failed every replay ("dla_mul: arguments a and b are on
+ * testmem:0 and cpu:0"), its constant moved away from the values it
+ * multiplies. */
+static void test_the_current_device_is_in_the_key_and_replays_keep_eagers_devices(void **state)
+{
+    (void)state;
+    assert_true(dla_device_count() >= 2); /* main() adds the testmem plugin */
+    dla_device *here = dla_device_current(), *there = tu_other_device();
+    dla_tensor *x = dla_tensor_from_host((const float[]){1, 2, 3}, DLA_F32, "", DLA_DIMS(3));
+    int ran = 0;
+    dla_accel *af = dla_accelerate(double_on_current, &(dla_accel_options){.name = "onCurrent"});
+    char why[96];
+    snprintf(why, sizeof why, "current device %s -> %s", dla_device_name(here),
+             dla_device_name(there));
+    expect_doubled_on(af, &ran, x, here, 1, "first call");
+    expect_doubled_on(af, &ran, x, there, 2, why); /* was a hit, on here */
+    for (int call = 0; call < 3; call++) { /* plans made and run on either */
+        expect_doubled_on(af, &ran, x, here, 2, "");
+        expect_doubled_on(af, &ran, x, there, 2, ""); /* failed: mul across devices */
+    }
+    /* Input on the other device, current device here: the constant stays
+     * here as eagerly. */
+    dla_tensor *xt = dla_tensor_to_device(x, there);
+    snprintf(why, sizeof why, "input 1 device %s -> %s", dla_device_name(here),
+             dla_device_name(there));
+    expect_doubled_on(af, &ran, xt, here, 3, why);
+    for (int call = 0; call < 3; call++)
+        expect_doubled_on(af, &ran, xt, here, 3, "");
+    assert_int_equal(dla_accel_occupancy(af), 3);
+    dla_device_set_current(NULL);
+    dla_tensor_release(xt);
+    dla_tensor_release(x);
+    dla_accel_free(af);
+}
+
+/* A trace whose constant was made on another current device than its
+ * input's keeps it there through a file too (format 1.3, CDEV): loaded
+ * on either device, it replays as recorded. Until 2026-11-29 a loaded
+ * trace's constants all moved to input 1's device, and with x on here
+ * and the constant recorded there every replay failed ("dla_mul:
+ * arguments a and b are on testmem:0 and cpu:0"). */
+static void test_a_saved_trace_keeps_a_constant_on_the_device_it_was_made_on(void **state)
+{
+    (void)state;
+    assert_true(dla_device_count() >= 2); /* main() adds the testmem plugin */
+    dla_device *here = dla_device_current(), *there = tu_other_device();
+    dla_tensor *x = dla_tensor_from_host((const float[]){1, 2, 3}, DLA_F32, "", DLA_DIMS(3)), *y[2];
+    int ran = 0;
+    dla_accel *af = dla_accelerate(double_on_current, &(dla_accel_options){.name = "saved"});
+    dla_device_set_current(there);
+    assert_int_equal(dla_accel_call(af, &ran, 1, &x, 2, y), DLA_OK);
+    dla_tensor_release(y[0]);
+    dla_tensor_release(y[1]);
+    dla_trace *t = dla_accel_trace(af, 0);
+    char path[] = "/tmp/dla_accel_cdevXXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(dla_trace_save(t, path), DLA_OK);
+    for (int load_on = 0; load_on < 2; load_on++) {
+        dla_device_set_current(load_on ? there : here);
+        dla_trace *l;
+        if (dla_trace_load(path, &l) != DLA_OK)
+            fail_msg("%s", dla_last_error());
+        for (int call = 0; call < 3; call++) { /* a plan made, then run */
+            if (dla_trace_replay(l, 1, &x, 2, y) != DLA_OK)
+                fail_msg("loaded on %s, replay %d: %s", dla_device_name(dla_device_current()),
+                         call + 1, dla_last_error());
+            for (int i = 0; i < 2; i++)
+                assert_ptr_equal(dla_tensor_device(y[i]), there);
+            for (int j = 0; j < 3; j++)
+                tu_assert_near(dla_tensor_item(y[0], j), 2.0 * (j + 1), 0);
+            tu_assert_near(dla_tensor_item(y[1], 0), 2.0, 0);
+            dla_tensor_release(y[0]);
+            dla_tensor_release(y[1]);
+        }
+        dla_trace_release(l);
+    }
+    unlink(path);
+    dla_device_set_current(NULL);
+    dla_trace_release(t);
+    dla_accel_free(af);
+    dla_tensor_release(x);
+}
+
+/* x + c, c moved to x's device as device-agnostic code writes it. */
+static dla_status add_on_inputs_device(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                       dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    dla_tensor *c = dla_tensor_from_host((const float[]){10, 20, 30}, DLA_F32, "", DLA_DIMS(3));
+    out[0] = dla_add(in[0], dla_tensor_to_device(c, dla_tensor_device(in[0])));
+    return DLA_OK;
+}
+
+/* A trace's move to the device it was recorded on is a move to the
+ * replay's device, in memory as in a file (which saves it as "the replay
+ * device"). Until 2026-11-29 the trace replayed on another device only
+ * once saved and loaded: in memory it moved c back to the recording's
+ * device and failed, "dla_add: arguments a and b are on testmem:0 and
+ * cpu:0". */
+static void test_a_move_to_the_recording_device_replays_on_another_in_memory_too(void **state)
+{
+    (void)state;
+    assert_true(dla_device_count() >= 2); /* main() adds the testmem plugin */
+    dla_device *there = tu_other_device();
+    dla_tensor *x = dla_tensor_from_host((const float[]){1, 2, 3}, DLA_F32, "", DLA_DIMS(3));
+    dla_tensor *xt = dla_tensor_to_device(x, there), *y;
+    dla_accel *af = dla_accelerate(add_on_inputs_device, NULL);
+    assert_int_equal(dla_accel_call(af, NULL, 1, &x, 1, &y), DLA_OK);
+    dla_tensor_release(y);
+    dla_trace *t = dla_accel_trace(af, 0);
+    for (int call = 0; call < 3; call++) { /* a plan made there, then run */
+        if (dla_trace_replay(t, 1, &xt, 1, &y) != DLA_OK)
+            fail_msg("replay %d on %s: %s", call + 1, dla_device_name(there), dla_last_error());
+        assert_ptr_equal(dla_tensor_device(y), there);
+        for (int j = 0; j < 3; j++)
+            tu_assert_near(dla_tensor_item(y, j), 11.0 * (j + 1), 0);
+        dla_tensor_release(y);
+    }
+    dla_trace_release(t);
+    dla_accel_free(af);
+    dla_tensor_release(xt);
+    dla_tensor_release(x);
+}
+
 /* A network moved to another device than the current one: its LSTM state,
  * reset, was made on the current device, and predict failed ("dla_mtimes:
  * arguments a and b are on testmem:0 and cpu:0"); grown and initialized
@@ -2446,6 +2766,9 @@ int main(void)
         TU_TEST(test_eviction_counts_a_hit_as_a_use_in_its_own_call),
         TU_TEST(test_lowering_the_cache_size_keeps_the_highest_score),
         TU_TEST(test_a_run_of_misses_warns_once_with_the_most_frequent_reason),
+        TU_TEST(test_a_cache_too_small_says_its_traces_were_evicted),
+        TU_TEST(test_failing_calls_warn_that_no_trace_was_kept),
+        TU_TEST(test_a_function_failing_without_a_message_is_named),
         TU_TEST(test_replayed_loss_and_gradients_equal_eager_ones_exactly),
         TU_TEST(test_a_batch_of_ones_gradients_replay_with_eager_bits),
         TU_TEST(test_replays_with_recurring_memory_equal_eager_every_time),
@@ -2457,6 +2780,7 @@ int main(void)
         TU_TEST(test_an_input_laid_out_otherwise_records_anew_and_equals_eager),
         TU_TEST(test_noise_like_a_traced_tensor_is_an_rng_slot_equal_to_eager),
         TU_TEST(test_noise_from_the_host_is_baked_and_tolerance_check_warns),
+        TU_TEST(test_the_tolerance_check_names_a_tensor_read_through_ctx),
         TU_TEST(test_the_tolerance_check_sees_an_infinity_on_one_side),
         TU_TEST(test_the_tolerance_check_covers_many_outputs),
         TU_TEST(test_an_accelerated_feval_inside_dla_feval_lets_no_gradient_through),
@@ -2474,6 +2798,9 @@ int main(void)
         TU_TEST(test_an_accelerated_function_inside_another_works),
         TU_TEST(test_one_accelerated_function_serves_several_threads),
         TU_TEST(test_a_trace_recorded_on_one_device_replays_on_another),
+        TU_TEST(test_the_current_device_is_in_the_key_and_replays_keep_eagers_devices),
+        TU_TEST(test_a_move_to_the_recording_device_replays_on_another_in_memory_too),
+        TU_TEST(test_a_saved_trace_keeps_a_constant_on_the_device_it_was_made_on),
         TU_TEST(test_a_network_as_ctx_trains_through_an_accelerated_loss_as_eagerly),
         TU_TEST(test_a_struct_with_a_network_and_a_scalar_keys_on_the_scalars_value),
         TU_TEST(test_a_gradient_of_a_baked_tensor_is_refused_naming_it),

@@ -44,7 +44,8 @@
  *
  * The cache key (MATLAB's): the function; for each tensor input its dtype,
  * dims, format and device, and (dlaccel's own) its strides and which
- * earlier input, if any, is the same tensor; the ctx kind's structure
+ * earlier input, if any, is the same tensor; the calling thread's current
+ * device (where the function's own constants are made); the ctx kind's structure
  * bytes and the same of each tensor it lists; the values of the other
  * inputs (through dla_accel_options.key; without a key or a ctx kind, the
  * ctx pointer itself); the number of outputs; and whether the call records
@@ -217,7 +218,8 @@ DLA_API void dla_trace_release(dla_trace *t);
  * ctx kind: in[] followed by the tensors the kind lists), which must have the dtypes, dims and
  * formats the trace was recorded with (DLA_ERR_SHAPE / DLA_ERR_DTYPE /
  * DLA_ERR_FORMAT otherwise, naming the input), on any device: a trace recorded on one device replays on
- * another. An input recorded as the same tensor as an earlier one (f(x,
+ * another (what it moved to the device it was recorded on goes to the
+ * replay's, as "the replay device" of dla_trace_save). An input recorded as the same tensor as an earlier one (f(x,
  * x)) is read from that earlier one: it must be given the same tensor
  * again (DLA_ERR_INVALID_ARGUMENT otherwise, naming both). Outputs as
  * dla_accel_call's. */
@@ -243,7 +245,9 @@ DLA_API dla_status dla_trace_save(const dla_trace *t, const char *path);
  * reference; NULL on failure) that replays with dla_trace_replay on any
  * device, as the saved one did. Its constants are made on the calling
  * thread's current device (replay copies them to another device on every
- * replay: load where you replay). A move to "the replay device" goes to
+ * replay: load where you replay), but for one recorded on another device
+ * than the inputs' (made on another current device), which is made and
+ * stays on that device (DLA_ERR_NO_DEVICE when it cannot be had). A move to "the replay device" goes to
  * the device of the replay's first input; a move to a named device needs
  * that device here (DLA_ERR_NO_DEVICE otherwise). The file is checked
  * whole before anything is made; every failure names the file and the

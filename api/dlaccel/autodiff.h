@@ -27,7 +27,9 @@ extern "C" {
 
 /* The function dla_feval runs: in[0..nin-1] are borrowed; set out[i] to
  * tensors made inside (they belong to the implicit scope feval opens, so no
- * release is needed); return DLA_OK or an error status. */
+ * release is needed); return DLA_OK or an error status (say why with
+ * dla_set_error: an error returned without a message becomes "dla_feval:
+ * the function returned ... and gave no reason", not an older error). */
 typedef dla_status (*dla_function)(void *ctx, int nin, dla_tensor *const *in, int nout,
                                    dla_tensor **out);
 
