@@ -78,6 +78,7 @@ typedef struct trainer {
     double best_val_loss;
     int val_bad;                 /* validations in a row without a new lowest loss */
     int64_t updated;             /* the last iteration whose update was applied */
+    int64_t validated;           /* the last iteration validated (0: none) */
     dla_tensor *class_list;      /* 0..K-1 along C, to one-hot class numbers */
     dla__train_par par;          /* the workers of "parallel" and "multi-gpu" */
     struct {                     /* solver "lbfgs" */
@@ -1137,25 +1138,33 @@ static void progress_text(trainer *tr, const dla_training_state *s)
     dla_progress_update(tr->progress, tr->iteration, text);
 }
 
-static void record(trainer *tr, const dla_training_state *s)
+/* The chart's series of an iteration: the training ones (training) and
+ * the validation figures it has. */
+static void record_series(trainer *tr, const dla_training_state *s, int training)
 {
     if (!tr->progress)
         return;
-    dla_progress_record(tr->progress, "TrainingLoss", s->iteration, s->training_loss);
+    if (training)
+        dla_progress_record(tr->progress, "TrainingLoss", s->iteration, s->training_loss);
     if (!isnan(s->validation_loss))
         dla_progress_record(tr->progress, "ValidationLoss", s->iteration, s->validation_loss);
     if (tr->metrics & DLA__METRIC_ACCURACY) {
-        dla_progress_record(tr->progress, "TrainingAccuracy", s->iteration, s->training_accuracy);
+        if (training)
+            dla_progress_record(tr->progress, "TrainingAccuracy", s->iteration,
+                                s->training_accuracy);
         if (!isnan(s->validation_accuracy))
             dla_progress_record(tr->progress, "ValidationAccuracy", s->iteration,
                                 s->validation_accuracy);
     }
     if (tr->metrics & DLA__METRIC_RMSE) {
-        dla_progress_record(tr->progress, "TrainingRMSE", s->iteration, s->training_rmse);
+        if (training)
+            dla_progress_record(tr->progress, "TrainingRMSE", s->iteration, s->training_rmse);
         if (!isnan(s->validation_rmse))
             dla_progress_record(tr->progress, "ValidationRMSE", s->iteration, s->validation_rmse);
     }
 }
+
+static void record(trainer *tr, const dla_training_state *s) { record_series(tr, s, 1); }
 
 static dla_status write_chart(trainer *tr)
 {
@@ -1374,6 +1383,44 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *m, dla_tensor 
     return finish_iteration(tr, &s, last, stop);
 }
 
+/* Validates the network of this iteration into s: the history, the best
+ * validation (OutputNetwork "best-validation") and, when stop is not NULL,
+ * ValidationPatience. */
+static dla_status validate_iteration(trainer *tr, dla_training_state *s, int *stop)
+{
+    dla_status st = validate(tr, &s->validation_loss, &s->validation_accuracy, &s->validation_rmse);
+    if (st != DLA_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", dla_last_error());
+        return dla_set_error(st, "dla_trainnet: validation at iteration %lld: %s",
+                             (long long)tr->iteration, msg);
+    }
+    if ((st = validation_push(tr->hist.info, tr->iteration, s->validation_loss,
+                              s->validation_accuracy, s->validation_rmse)) != DLA_OK)
+        return st;
+    tr->validated = tr->iteration;
+    if (s->validation_loss < tr->best_val_loss) {
+        tr->best_val_loss = s->validation_loss;
+        tr->val_bad = 0;
+        if (!strcmp(tr->o.output_network, "best-validation")) {
+            dla_net_free(tr->best_net);
+            tr->best_net = dla_net_copy(tr->net);
+            if (!tr->best_net)
+                return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: OutputNetwork "
+                                     "\"best-validation\": out of memory copying the network");
+            tr->best_iteration = tr->iteration;
+            tr->best_figures[0] = s->validation_loss;
+            tr->best_figures[1] = s->validation_accuracy;
+            tr->best_figures[2] = s->validation_rmse;
+        }
+    } else if (stop && tr->o.validation_patience && ++tr->val_bad >= tr->o.validation_patience) {
+        snprintf(tr->hist.info->stop_reason, sizeof tr->hist.info->stop_reason,
+                 "Met validation criterion");
+        *stop = 1;
+    }
+    return DLA_OK;
+}
+
 /* What follows an iteration's update for every solver: validation, the
  * history, the chart, the table, the checkpoint and the OutputFcn. */
 static dla_status finish_iteration(trainer *tr, dla_training_state *sp, int last, int *stop)
@@ -1383,35 +1430,8 @@ static dla_status finish_iteration(trainer *tr, dla_training_state *sp, int last
     int validated = 0;
     if (tr->val_q && (tr->iteration == 1 || tr->iteration % tr->o.validation_frequency == 0 || last)) {
         validated = 1;
-        st = validate(tr, &s.validation_loss, &s.validation_accuracy, &s.validation_rmse);
-        if (st != DLA_OK) {
-            char msg[1024];
-            snprintf(msg, sizeof msg, "%s", dla_last_error());
-            return dla_set_error(st, "dla_trainnet: validation at iteration %lld: %s",
-                                 (long long)tr->iteration, msg);
-        }
-        if ((st = validation_push(tr->hist.info, tr->iteration, s.validation_loss,
-                                  s.validation_accuracy, s.validation_rmse)) != DLA_OK)
+        if ((st = validate_iteration(tr, &s, stop)) != DLA_OK)
             return st;
-        if (s.validation_loss < tr->best_val_loss) {
-            tr->best_val_loss = s.validation_loss;
-            tr->val_bad = 0;
-            if (!strcmp(tr->o.output_network, "best-validation")) {
-                dla_net_free(tr->best_net);
-                tr->best_net = dla_net_copy(tr->net);
-                if (!tr->best_net)
-                    return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: OutputNetwork "
-                                         "\"best-validation\": out of memory copying the network");
-                tr->best_iteration = tr->iteration;
-                tr->best_figures[0] = s.validation_loss;
-                tr->best_figures[1] = s.validation_accuracy;
-                tr->best_figures[2] = s.validation_rmse;
-            }
-        } else if (tr->o.validation_patience && ++tr->val_bad >= tr->o.validation_patience) {
-            snprintf(tr->hist.info->stop_reason, sizeof tr->hist.info->stop_reason,
-                     "Met validation criterion");
-            *stop = 1;
-        }
     }
     s.time_elapsed = now() - tr->start;
     if ((st = history_push(tr, &s)) != DLA_OK)
@@ -1744,6 +1764,37 @@ static dla_status run_epochs(trainer *tr)
         snprintf(tr->hist.info->stop_reason, sizeof tr->hist.info->stop_reason,
                  "Max epochs completed");
     return st;
+}
+
+/* Validation at the end of training: a stop that no validation saw (an
+ * OutputFcn's, in any rank, at an iteration off ValidationFrequency) left
+ * the final validation figures, and OutputNetwork "best-validation"'s
+ * choice, to an earlier network than the one returned; the last
+ * iteration's table row was not printed either. Every rank of a parallel
+ * training gets here at the same iteration (the stop is agreed), and
+ * validation reads each rank's whole validation data, so they agree. */
+static dla_status validate_at_the_end(trainer *tr)
+{
+    const dla_training_info *in = tr->hist.info;
+    if (!tr->val_q || in->iterations == 0 || tr->validated == tr->iteration)
+        return DLA_OK;
+    const int64_t i = in->iterations - 1;
+    dla_training_state s = {.stage = "iteration", .epoch = in->epoch[i], .iteration = tr->iteration,
+                            .time_elapsed = in->time_elapsed[i], .learn_rate = in->learn_rate[i],
+                            .training_loss = in->training_loss[i],
+                            .training_accuracy = in->training_accuracy[i],
+                            .training_rmse = in->training_rmse[i],
+                            .validation_loss = NAN, .validation_accuracy = NAN,
+                            .validation_rmse = NAN, .gradient_norm = in->gradient_norm[i],
+                            .step_norm = in->step_norm[i]};
+    dla_status st = validate_iteration(tr, &s, NULL);
+    if (st != DLA_OK)
+        return st;
+    record_series(tr, &s, 0);
+    if (tr->o.verbose)
+        report_row(tr, &s, 1);
+    progress_text(tr, &s);
+    return write_chart(tr);
 }
 
 /* OutputNetwork "best-validation": the network of the best validation in
@@ -2292,6 +2343,8 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
                      "Stopped by OutputFcn");
         else if (st == DLA_OK)
             st = !strcmp(tr.o.solver, "lbfgs") ? run_lbfgs(&tr) : run_epochs(&tr);
+        if (st == DLA_OK)
+            st = validate_at_the_end(&tr);
         if (st == DLA_OK && tr.best_net)
             use_best_network(&tr);
         /* After a failure too: the network returned holds no state of a

@@ -2414,6 +2414,74 @@ static void output_fn_stops_training_and_schedules_drop_the_rate(void **state)
     dla_tensor_release(t);
 }
 
+/* A stop by the OutputFcn ends training as the last iteration does: its
+ * network is validated (the final validation figures are those of the
+ * network returned, and "best-validation" may choose it) and its row is
+ * printed. Before, an OutputFcn stop at iteration 5 with validations every
+ * 3 iterations left the final figures at iteration 3's network, and the
+ * table without iteration 5. */
+static void a_stop_by_the_output_fn_validates_the_network_returned(void **state)
+{
+    (void)state;
+    dla_tensor *x, *t, *vx, *vt;
+    blobs(128, 31, &x, &t);
+    blobs(60, 32, &vx, &vt);
+    dla_train_data d = {.predictors = x, .targets = t}, v = {.predictors = vx, .targets = vt};
+    const char *mode[2] = {NULL, "best-validation"};
+    for (int k = 0; k < 2; k++) {
+        dla_net *net = mlp(), *trained;
+        dla_training_info *info;
+        int calls[3] = {0};
+        tu_sink sink;
+        assert_non_null(tu_sink_open(&sink));
+        dla_training_options o = {.l2_regularization = -1, .max_epochs = 6, .mini_batch_size = 16,
+                                  .initial_learn_rate = 0.5, .validation_data = &v,
+                                  .validation_frequency = 3, .output_network = mode[k],
+                                  .output_fn = stop_at_5, .output_ctx = calls, .output = sink.f};
+        if (dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                         &info) != DLA_OK)
+            fail_msg("trainnet: %s", dla_last_error());
+        char *text = tu_sink_text(&sink);
+        assert_string_equal(info->stop_reason, "Stopped by OutputFcn");
+        assert_int_equal(info->iterations, 5);
+        assert_int_equal(info->validations, 3);
+        assert_int_equal(info->validation_iteration[2], 5);
+        assert_non_null(strstr(text, "|       1 |           5 |"));
+        free(text);
+        /* The returned network's loss on the validation data is the final
+         * validation loss, and what "done" was given. */
+        dla_tensor *y;
+        assert_int_equal(dla_net_predict(trained, 1, &vx, 1, &y, NULL), DLA_OK);
+        dla_scope_begin();
+        dla_tensor *onehot = dla_onehotencode(dla_reshape(vt, "CB", DLA_DIMS(1, 60)), CLASSES, NULL);
+        const double loss = dla_tensor_item(dla_crossentropy(y, onehot, NULL), 0);
+        dla_scope_end();
+        dla_tensor_release(y);
+        if (!(fabs(loss - info->final_validation_loss) <= 1e-5 * fmax(1, loss)))
+            fail_msg("%s: the returned network's loss %.9g, the final validation loss %.9g",
+                     k ? "best-validation" : "last-iteration", loss, info->final_validation_loss);
+        assert_true(done_state.validation_loss == info->final_validation_loss);
+        if (k == 0) {
+            assert_true(info->final_validation_loss == info->validation_loss[2]);
+            assert_int_equal(info->output_network_iteration, 5);
+        } else {
+            /* The lowest of the three, the last one included. */
+            int64_t best = 0;
+            for (int64_t i = 1; i < info->validations; i++)
+                if (info->validation_loss[i] < info->validation_loss[best])
+                    best = i;
+            assert_int_equal(info->output_network_iteration, info->validation_iteration[best]);
+        }
+        dla_training_info_free(info);
+        dla_net_free(trained);
+        dla_net_free(net);
+    }
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+    dla_tensor_release(vx);
+    dla_tensor_release(vt);
+}
+
 /* MATLAB's {"warmup", schedule} and FrequencyUnit "iteration" in trainnet:
  * the history's rates against the formulas written out. 128 observations
  * in batches of 32: 4 iterations an epoch. */
@@ -3474,6 +3542,7 @@ int main(void)
         TU_TEST(an_accelerated_custom_loss_is_replayed_and_trains),
         TU_TEST(sequences_train_with_each_sequence_length),
         TU_TEST(output_fn_stops_training_and_schedules_drop_the_rate),
+        TU_TEST(a_stop_by_the_output_fn_validates_the_network_returned),
         TU_TEST(trainnet_runs_a_list_of_schedules_in_turn),
         TU_TEST(input_normalization_is_reset_from_uint8_images),
         TU_TEST(a_feature_input_network_is_normalized_and_fits_a_regression),

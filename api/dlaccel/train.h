@@ -420,7 +420,11 @@ typedef struct dla_training_state {
  * ("done": the last iteration's figures and the last validation's).
  * Return nonzero to stop training (the stop reason is then "Stopped by
  * OutputFcn"); at "start", before the first iteration (the network comes
- * back untrained, with no history). */
+ * back untrained, with no history). With ValidationData, the iteration it
+ * stops at is validated after it returns, when ValidationFrequency had
+ * not (the end of training: its table row and the final validation
+ * figures, which "done" is given, are the network returned's, and
+ * OutputNetwork "best-validation" weighs it too). */
 typedef int (*dla_training_output_fn)(void *ctx, const dla_training_state *state);
 
 /* MATLAB trainingOptions(solverName, Name=Value). A zero field means
@@ -539,7 +543,8 @@ typedef struct dla_training_options {
     /* ---------------------------------------------------------- validation */
     /* ValidationData: NULL: none. Evaluated in inference mode (predict) in
      * mini-batches of MiniBatchSize, at the first iteration, every
-     * validation_frequency iterations and at the end. Data with no
+     * validation_frequency iterations and at the end (the last iteration,
+     * whatever stopped training there). Data with no
      * observation is DLA_ERR_INVALID_ARGUMENT (it would validate nothing). */
     const dla_train_data *validation_data;
     int validation_frequency;   /* ValidationFrequency: 50 (iterations) */
