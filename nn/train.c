@@ -770,6 +770,19 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
             return fst;
     }
     tr->ds_targets[validation] = dst;
+    /* The predictors against the network's input first: laid out the
+     * other way (MATLAB's N-by-numFeatures), they made the targets'
+     * checks below speak of class counts. */
+    if (d->predictors) {
+        char in_fmt[DLA_MAX_DIMS + 1] = "";
+        int64_t in_dims[DLA_MAX_DIMS];
+        const int in_nd = dla_net_input_activation(tr->net, 0, in_dims, in_fmt);
+        dla_status pst = in_nd > 0 ? dla__train_check_predictors(tr->fn, what, d->predictors,
+                                                                  in_fmt, in_nd, in_dims)
+                                   : DLA_OK;
+        if (pst != DLA_OK)
+            return pst;
+    }
     /* Labels and class counts, once per data set (train_check.c). */
     dla_status cst = d->target_sequences || dst ? DLA_OK
                      : tr->classify && !tr->seq_targets

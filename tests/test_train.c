@@ -2781,6 +2781,79 @@ static dla_status refusing_loss(void *ctx, int nin, dla_tensor *const *in, int n
 
 /* Before: 3-class one-hot targets for a network of 4 outputs reported
  * "dla_feval: the function left output 4 unset". */
+/* Predictors laid out as MATLAB's N-by-numFeatures (observations along
+ * the first dim) are named as such, before the targets are checked: the
+ * targets' check spoke of class counts ("targets (1x100 int32 ...) have 1
+ * classes along C where the network's output has 2") for targets that
+ * were right, and of classes for a regression's responses. */
+static void predictors_laid_out_the_other_way_are_named(void **state)
+{
+    (void)state;
+    enum { N = 100 };
+    float xs[2 * N], rs[N];
+    int32_t ts[N];
+    for (int j = 0; j < N; j++) {
+        xs[j] = (float)sin(j);
+        xs[N + j] = (float)cos(j);
+        ts[j] = xs[j] > 0;
+        rs[j] = xs[j];
+    }
+    dla_scope_begin();
+    dla_tensor *x = dla_tensor_from_host(xs, DLA_F32, "", DLA_DIMS(N, 2)); /* N x numFeatures */
+    dla_layer *l[] = {dla_feature_input_layer(2, NULL), dla_fc_layer(2, NULL),
+                      dla_softmax_layer(NULL)};
+    dla_net *net = dla_net_create(3, l), *trained = (dla_net *)&trained;
+    assert_non_null(net);
+    dla_training_options o = quiet();
+    o.max_epochs = 1;
+    o.mini_batch_size = 10;
+    dla_tensor *targets[2] = {dla_tensor_from_host(ts, DLA_I32, "", DLA_DIMS(1, N)),
+                              dla_tensor_from_host(ts, DLA_I32, "", DLA_DIMS(N, 1))};
+    for (int k = 0; k < 2; k++) {
+        dla_train_data d = {.predictors = x, .targets = targets[k]};
+        assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o,
+                                      &trained, NULL), DLA_ERR_SHAPE);
+        assert_null(trained);
+        assert_non_null(strstr(dla_last_error(), "dla_trainnet: data: predictors (100x2 single"));
+        assert_non_null(strstr(dla_last_error(), "have 100 along dim 1 (\"C\") where the "
+                                                 "network's input takes 2 (2xN \"CB\" data)"));
+        assert_non_null(strstr(dla_last_error(), "MATLAB's N-by-numFeatures array"));
+        assert_null(strstr(dla_last_error(), "classes"));
+    }
+    /* The same in ValidationData, and in testnet. */
+    /* 2 x N: the layout trainnet reads (the values do not matter here). */
+    dla_tensor *xt = dla_tensor_from_host(xs, DLA_F32, "", DLA_DIMS(2, N));
+    dla_train_data good = {.predictors = xt, .targets = targets[0]};
+    dla_train_data bad = {.predictors = x, .targets = targets[0]};
+    o.validation_data = &bad;
+    assert_int_equal(dla_trainnet(&good, net, &(dla_train_loss){.name = "crossentropy"}, &o,
+                                  &trained, NULL), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "dla_trainnet: ValidationData: predictors (100x2"));
+    o.validation_data = NULL;
+    double v;
+    assert_int_equal(dla_testnet(net, &bad, "accuracy", NULL, &v), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "dla_testnet: data: predictors (100x2"));
+    /* A regression's responses: no word of classes either. */
+    dla_layer *r[] = {dla_feature_input_layer(2, NULL), dla_fc_layer(1, NULL)};
+    dla_net *rn = dla_net_create(2, r);
+    assert_non_null(rn);
+    dla_train_data rd = {.predictors = x,
+                         .targets = dla_tensor_from_host(rs, DLA_F32, "", DLA_DIMS(N, 1))};
+    assert_int_equal(dla_trainnet(&rd, rn, &(dla_train_loss){.name = "mse"}, &o, &trained, NULL),
+                     DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "have 100 along dim 1 (\"C\")"));
+    assert_null(strstr(dla_last_error(), "classes"));
+    /* Predictors of that layout still train. */
+    rd.predictors = xt;
+    rd.targets = dla_tensor_from_host(rs, DLA_F32, "", DLA_DIMS(1, N));
+    assert_int_equal(dla_trainnet(&rd, rn, &(dla_train_loss){.name = "mse"}, &o, &trained, NULL),
+                     DLA_OK);
+    dla_net_free(trained);
+    dla_net_free(rn);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 static void one_hot_targets_of_another_class_count_are_named(void **state)
 {
     (void)state;
@@ -3549,6 +3622,7 @@ int main(void)
         TU_TEST(a_training_leaves_nothing_allocated),
         TU_TEST(class_numbers_outside_the_classes_are_refused),
         TU_TEST(one_hot_targets_of_another_class_count_are_named),
+        TU_TEST(predictors_laid_out_the_other_way_are_named),
         TU_TEST(a_bad_output_path_fails_before_the_first_iteration),
         TU_TEST(a_failure_during_training_returns_the_network_so_far),
         TU_TEST(a_non_finite_loss_or_gradient_stops_training_with_an_error),
