@@ -901,9 +901,46 @@ static int input_layer(const dla_net *net, const char *name)
     return 0;
 }
 
-/* ResetInputNormalization: statistics of each normalizing input layer from
- * the training data, in chunks (a chunk is cast to double inside). */
-static dla_status input_statistics(trainer *tr, const dla_train_data *d, int *done)
+/* Whether tensor v (NULL: none) holds value alone; -1 when it cannot be
+ * read. */
+static int all_equal(dla_tensor *v, double value)
+{
+    if (!v)
+        return 1;
+    const int64_t n = dla_tensor_numel(v);
+    double *h = dla_malloc(sizeof *h * (size_t)(n ? n : 1));
+    if (!h)
+        return -1;
+    dla_scope_begin();
+    dla_status st = dla_tensor_to_host(dla_cast(v, DLA_F64), h, sizeof *h * (size_t)n);
+    dla_scope_end();
+    int same = st == DLA_OK;
+    for (int64_t k = 0; same && k < n; k++)
+        same = h[k] == value;
+    dla_free(h);
+    return st == DLA_OK ? same : -1;
+}
+
+/* Input layer `name`'s statistics are empty (MATLAB's word): none given in
+ * its options, and its Mean (and StandardDeviation) still the values it
+ * was made with, 0 (and 1), which normalize nothing. Statistics computed
+ * or set since (a trained, loaded or edited network) are not empty. */
+static int statistics_empty(const dla_net *net, const char *name)
+{
+    const int i = dla__net_find(net, name);
+    if (i < 0 || net->layers[i]->given[0] || net->layers[i]->given[1])
+        return 0;
+    dla_status before = dla_last_status();
+    dla_tensor *sd = dla_net_get(net, name, "StandardDeviation");
+    if (!sd && before == DLA_OK)
+        dla_clear_error(); /* "zerocenter": no StandardDeviation */
+    return all_equal(dla_net_get(net, name, "Mean"), 0.0) == 1 && all_equal(sd, 1.0) == 1;
+}
+
+/* Statistics of each normalizing input layer from the training data, in
+ * chunks (a chunk is cast to double inside): every such layer's with
+ * ResetInputNormalization, else (MATLAB's false) those that are empty. */
+static dla_status input_statistics(trainer *tr, const dla_train_data *d, int only_empty, int *done)
 {
     *done = 0;
     int nin = dla_net_input_count(tr->net);
@@ -915,6 +952,8 @@ static dla_status input_statistics(trainer *tr, const dla_train_data *d, int *do
                 dla_clear_error();
             continue; /* "none": nothing to compute */
         }
+        if (only_empty && !statistics_empty(tr->net, name))
+            continue;
         int64_t n = observations(d);
         char fmt[DLA_MAX_DIMS + 1] = "";
         int64_t dims[DLA_MAX_DIMS];
@@ -2088,7 +2127,7 @@ static dla_status setup(trainer *tr, const dla_train_data *data, dla_net *net, i
                                  "learn-rate factor 0 (frozen); nothing to train");
     }
 
-    if (tr->o.reset_input_normalization && (st = input_statistics(tr, data, normalized)) != DLA_OK)
+    if ((st = input_statistics(tr, data, !tr->o.reset_input_normalization, normalized)) != DLA_OK)
         return st;
     if ((st = make_queue(tr, data, 0, &tr->train_q, &tr->train_targets)) != DLA_OK)
         return st;

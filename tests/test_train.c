@@ -2565,15 +2565,51 @@ static void input_normalization_is_reset_from_uint8_images(void **state)
     dla_tensor *mean = dla_net_get(trained, "imageinput_1", "Mean");
     for (int p = 0; p < 4; p++)
         assert_true(tu_close(dla_tensor_item(mean, p), p * 10 + 1.0, 1e-6));
-    dla_net_free(trained);
-    /* Kept when asked. */
+    /* ResetInputNormalization false (MATLAB: "calculate normalization
+     * statistics at training time when they are empty"): a layer whose
+     * statistics are still the zeros it was made with gets them from the
+     * data too. Before, they stayed 0, so the layer normalized nothing,
+     * in silence. */
     o.reset_input_normalization = -1;
-    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+    dla_net *again;
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &again,
                                   NULL), DLA_OK);
-    assert_true(dla_tensor_item(dla_net_get(trained, "imageinput_1", "Mean"), 3) == 0);
+    for (int p = 0; p < 4; p++)
+        assert_true(tu_close(dla_tensor_item(dla_net_get(again, "imageinput_1", "Mean"), p),
+                             p * 10 + 1.0, 1e-6));
+    dla_net_free(again);
+    /* Statistics the network has (computed by an earlier training) are
+     * kept, whatever the new data's. */
+    for (int n = 0; n < 60; n++)
+        for (int p = 0; p < 4; p++)
+            px[4 * n + p] = (uint8_t)(p * 20 + 7);
+    dla_tensor *x2 = dla_tensor_from_host(px, DLA_U8, "SSCB", DLA_DIMS(2, 2, 1, 60));
+    dla_train_data d2 = {.predictors = x2, .targets = t};
+    assert_int_equal(dla_trainnet(&d2, trained, &(dla_train_loss){.name = "crossentropy"}, &o,
+                                  &again, NULL), DLA_OK);
+    for (int p = 0; p < 4; p++)
+        assert_true(tu_close(dla_tensor_item(dla_net_get(again, "imageinput_1", "Mean"), p),
+                             p * 10 + 1.0, 1e-6));
+    dla_net_free(again);
     dla_net_free(trained);
+    /* And so are statistics given in the layer's options, zeros too. */
+    dla_scope_begin();
+    dla_layer *g[] = {dla_image_input_layer(2, 2, 1, &(dla_image_input_options){
+                                                      .normalization_dimension = "element",
+                                                      .mean = dla_zeros(DLA_F32, "", DLA_DIMS(2, 2))}),
+                      dla_fc_layer(2, NULL), dla_softmax_layer(NULL)};
+    dla_scope_end();
+    dla_net *given = dla_net_create(3, g);
+    assert_non_null(given);
+    assert_int_equal(dla_trainnet(&d, given, &(dla_train_loss){.name = "crossentropy"}, &o, &again,
+                                  NULL), DLA_OK);
+    for (int p = 0; p < 4; p++)
+        assert_true(dla_tensor_item(dla_net_get(again, "imageinput_1", "Mean"), p) == 0);
+    dla_net_free(again);
+    dla_net_free(given);
     dla_net_free(net);
     dla_tensor_release(x);
+    dla_tensor_release(x2);
     dla_tensor_release(t);
 }
 

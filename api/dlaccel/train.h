@@ -522,7 +522,11 @@ typedef struct dla_training_options {
     const char *execution_environment;
     /* ResetInputNormalization: 0 or 1: the statistics of every input
      * layer that normalizes are computed from the training data before
-     * training (MATLAB's true); negative: the network's are kept. */
+     * training (MATLAB's true); negative (MATLAB's false): the network's
+     * are kept, but empty ones are computed, as MATLAB computes them
+     * "when they are empty": a layer given none in its options whose Mean
+     * (and StandardDeviation) are still the zeros (and ones) it was made
+     * with, which normalize nothing. */
     int reset_input_normalization;
     /* BatchNormalizationStatistics: "population" (NULL or "auto";
      * MATLAB's default, shown as "auto" in its later releases, which we
@@ -769,7 +773,9 @@ DLA_API void dla_training_info_free(dla_training_info *info);
  * there. An uninitialized net (inputs that are not input layers) is
  * initialized with the first mini-batch. Before training, with
  * ResetInputNormalization, the statistics of each normalizing input layer
- * are computed from data (dla_net_set_input_statistics, in chunks).
+ * are computed from data (dla_net_set_input_statistics, in chunks);
+ * without it, those of the layers whose statistics are empty (see the
+ * option).
  *
  * Every iteration: the next mini-batch X, T (cast to the network's dtype, targets
  * one-hot encoded for class numbers); inside dla_feval, Y and the new state
