@@ -99,9 +99,26 @@ dla_status dla__train_check_predictors(const char *fn, const char *what, dla_ten
 {
     const char *xf = dla_tensor_format(x);
     const int nd = dla_tensor_ndims(x);
+    const char *b = strchr(in_format, 'B');
+    if (!b)
+        return DLA_OK;
+    /* Unformatted, the observations are the last dim: an input whose B is
+     * not its last ("CBT") cannot read them so (the queue refused it
+     * later, and the targets' check first spoke of class counts, counting
+     * the time steps as the observations). */
+    if (!*xf && (int)(b - in_format) + 1 != nd) {
+        char desc[256];
+        dla_tensor_describe(x, desc, sizeof desc);
+        return dla_set_error(DLA_ERR_SHAPE,
+                             "%s: %s: predictors (%s) are unformatted, so their observations "
+                             "are read along their last dim (%d), but the network's input takes "
+                             "\"%s\" data, its observations at dim %d: give the predictors that "
+                             "format, with its %d dims",
+                             fn, what, desc, nd, in_format, (int)(b - in_format) + 1, in_nd);
+    }
     /* Unformatted: read in the input's format, dim by dim; another number
      * of dims is left to the forward's own message. */
-    if ((!*xf && nd != in_nd) || !strchr(in_format, 'B'))
+    if (!*xf && nd != in_nd)
         return DLA_OK;
     for (int i = 0; i < in_nd; i++) {
         const char label = in_format[i];

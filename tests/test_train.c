@@ -2818,7 +2818,8 @@ static dla_status refusing_loss(void *ctx, int nin, dla_tensor *const *in, int n
 /* Before: 3-class one-hot targets for a network of 4 outputs reported
  * "dla_feval: the function left output 4 unset". */
 /* Predictors laid out as MATLAB's N-by-numFeatures (observations along
- * the first dim) are named as such, before the targets are checked: the
+ * the first dim), or unformatted where the input's B is not last, are
+ * named as such, before the targets are checked: the
  * targets' check spoke of class counts ("targets (1x100 int32 ...) have 1
  * classes along C where the network's output has 2") for targets that
  * were right, and of classes for a regression's responses. */
@@ -2879,6 +2880,28 @@ static void predictors_laid_out_the_other_way_are_named(void **state)
                      DLA_ERR_SHAPE);
     assert_non_null(strstr(dla_last_error(), "have 100 along dim 1 (\"C\")"));
     assert_null(strstr(dla_last_error(), "classes"));
+    /* Unformatted sequences, C x N x T: their observations are read along
+     * the last dim, T, which a "CBT" input cannot take; the targets'
+     * check spoke of class counts, having counted the steps. */
+    dla_layer *q[] = {dla_sequence_input_layer(2, NULL),
+                      dla_lstm_layer(3, &(dla_lstm_layer_options){.output_mode = "last"}),
+                      dla_fc_layer(2, NULL), dla_softmax_layer(NULL)};
+    dla_net *qn = dla_net_create(4, q);
+    assert_non_null(qn);
+    dla_train_data sd = {.predictors = dla_reshape(xt, "", DLA_DIMS(2, 10, 10)),
+                         .targets = dla_tensor_from_host(ts, DLA_I32, "", DLA_DIMS(1, 10))};
+    assert_int_equal(dla_trainnet(&sd, qn, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  NULL), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "dla_trainnet: data: predictors (2x10x10 single"));
+    assert_non_null(strstr(dla_last_error(), "are unformatted, so their observations are read "
+                                             "along their last dim (3), but the network's input "
+                                             "takes \"CBT\" data, its observations at dim 2"));
+    assert_null(strstr(dla_last_error(), "classes"));
+    sd.predictors = dla_reshape(xt, "CBT", DLA_DIMS(2, 10, 10));
+    assert_int_equal(dla_trainnet(&sd, qn, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  NULL), DLA_OK);
+    dla_net_free(trained);
+    dla_net_free(qn);
     /* Predictors of that layout still train. */
     rd.predictors = xt;
     rd.targets = dla_tensor_from_host(rs, DLA_F32, "", DLA_DIMS(1, N));
