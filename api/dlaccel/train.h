@@ -559,8 +559,9 @@ typedef struct dla_training_options {
      * iteration left it; "best-validation": the network of the validation
      * with the lowest loss (MATLAB's ObjectiveMetricName "loss"), its
      * iteration in info->output_network_iteration and its figures the
-     * final validation ones; it needs validation_data. A tie keeps the
-     * earlier one. */
+     * final validation ones (evaluated again after BatchNormalizationStatistics
+     * "population" sets a batch normalization layer's statistics); it needs
+     * validation_data. A tie keeps the earlier one. */
     const char *output_network;
 
     /* ---------------------------------------------------------- monitoring */
