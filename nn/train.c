@@ -2133,9 +2133,13 @@ static dla_status setup(trainer *tr, const dla_train_data *data, dla_net *net, i
         return st;
     if (dla_mbq_num_batches(tr->train_q) < 1)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
-                             "dla_trainnet: %lld observations make no full mini-batch of %lld "
-                             "(PartialMiniBatch \"discard\")", (long long)observations(data),
-                             (long long)tr->o.mini_batch_size);
+                             "dla_trainnet: %lld observation%s make%s no full mini-batch of %lld "
+                             "(PartialMiniBatch \"discard\" drops the partial one, so no "
+                             "iteration would run); set MiniBatchSize to at most %lld, or "
+                             "PartialMiniBatch to \"return\"",
+                             (long long)observations(data), observations(data) == 1 ? "" : "s",
+                             observations(data) == 1 ? "s" : "",
+                             (long long)tr->o.mini_batch_size, (long long)observations(data));
     if (tr->o.validation_data && (st = make_queue(tr, tr->o.validation_data, 1, &tr->val_q,
                                                   &tr->val_targets)) != DLA_OK)
         return st;

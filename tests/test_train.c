@@ -1198,7 +1198,9 @@ static void partial_mini_batches_are_dropped_or_returned(void **state)
     o.mini_batch_size = 128;
     assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.fn = counting_ce}, &o, &trained, NULL),
                      DLA_ERR_INVALID_ARGUMENT);
-    assert_non_null(strstr(dla_last_error(), "no full mini-batch"));
+    assert_non_null(strstr(dla_last_error(), "100 observations make no full mini-batch of 128"));
+    assert_non_null(strstr(dla_last_error(), "set MiniBatchSize to at most 100, or "
+                                             "PartialMiniBatch to \"return\""));
     dla_net_free(net);
     dla_tensor_release(x);
     dla_tensor_release(t);
