@@ -717,6 +717,8 @@ static dla_status check_ds_batch(const trainer *tr, int val, int64_t index, dla_
 /* A mini-batch queue over d: predictors cast to the network's dtype (in
  * its input's format when unformatted), targets as they come (class
  * numbers relabeled 1 x N "CB" so that one-hot encoding finds C). */
+static int input_layer(const dla_net *net, const char *name);
+
 static dla_status make_queue(trainer *tr, const dla_train_data *d, int validation, dla_mbq **q,
                              dla_tensor **targets)
 {
@@ -770,10 +772,11 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
             return fst;
     }
     tr->ds_targets[validation] = dst;
-    /* The predictors against the network's input first: laid out the
-     * other way (MATLAB's N-by-numFeatures), they made the targets'
-     * checks below speak of class counts. */
-    if (d->predictors) {
+    /* The predictors against the network's input layer first: laid out
+     * the other way (MATLAB's N-by-numFeatures), they made the targets'
+     * checks below speak of class counts. (An input given by example has
+     * no fixed size: a convolutional network may take larger images.) */
+    if (d->predictors && input_layer(tr->net, dla_net_input_name(tr->net, 0))) {
         char in_fmt[DLA_MAX_DIMS + 1] = "";
         int64_t in_dims[DLA_MAX_DIMS];
         const int in_nd = dla_net_input_activation(tr->net, 0, in_dims, in_fmt);

@@ -2910,6 +2910,33 @@ static void predictors_laid_out_the_other_way_are_named(void **state)
     assert_int_equal(dla_trainnet(&rd, rn, &(dla_train_loss){.name = "mse"}, &o, &trained, NULL),
                      DLA_OK);
     dla_net_free(trained);
+    /* An input given by example (no input layer) has no fixed size: a
+     * convolutional network trained on 4x4 images validates and tests on
+     * 5x5 ones. */
+    float px[5 * 5 * 8];
+    for (int i = 0; i < 5 * 5 * 8; i++)
+        px[i] = (float)sin(i);
+    dla_layer *c[] = {dla_conv2d_layer(3, 3, 2, NULL), dla_relu_layer(NULL),
+                      dla_global_avgpool2d_layer(NULL), dla_fc_layer(2, NULL),
+                      dla_softmax_layer(NULL)};
+    dla_net *cn = dla_net_create(5, c);
+    assert_non_null(cn);
+    dla_tensor *t8 = dla_tensor_from_host(ts, DLA_I32, "", DLA_DIMS(1, 8));
+    dla_train_data small = {.predictors = dla_tensor_from_host(px, DLA_F32, "SSCB",
+                                                               DLA_DIMS(4, 4, 1, 8)),
+                            .targets = t8},
+                   large = {.predictors = dla_tensor_from_host(px, DLA_F32, "SSCB",
+                                                               DLA_DIMS(5, 5, 1, 8)),
+                            .targets = t8};
+    o.validation_data = &large;
+    o.mini_batch_size = 4;
+    if (dla_trainnet(&small, cn, &(dla_train_loss){.name = "crossentropy"}, &o, &trained, NULL) !=
+        DLA_OK)
+        fail_msg("validation on larger images: %s", dla_last_error());
+    assert_int_equal(dla_testnet(trained, &large, "accuracy", NULL, &v), DLA_OK);
+    o.validation_data = NULL;
+    dla_net_free(trained);
+    dla_net_free(cn);
     dla_net_free(rn);
     dla_net_free(net);
     dla_scope_end();

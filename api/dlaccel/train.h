@@ -832,7 +832,7 @@ DLA_API void dla_training_info_free(dla_training_info *info);
  *
  * Checked before the first iteration, so that a mistake fails at once:
  * the options, the data, the predictors' dims but B and T against the
- * network's input (DLA_ERR_SHAPE; an unformatted array has its observations
+ * network's input layer (DLA_ERR_SHAPE; an unformatted array has its observations
  * along its last dim: MATLAB's N-by-numFeatures is its transpose), the
  * class numbers (0..K-1) and class count of the targets, and the folders of the chart and of CheckpointPath (they exist
  * and are writable). A failure there leaves *trained and *info NULL and
