@@ -80,6 +80,7 @@ typedef struct trainer {
     double best_val_loss;
     int val_bad;                 /* validations in a row without a new lowest loss */
     int64_t updated;             /* the last iteration whose update was applied */
+    int64_t validated;           /* the last iteration validated (0: none) */
     dla_tensor *class_list;      /* 0..K-1 along C, to one-hot class numbers */
     dla__train_par par;          /* the workers of "parallel" and "multi-gpu" */
     struct {                     /* solver "lbfgs" */
@@ -732,6 +733,8 @@ static dla_status check_ds_batch(const trainer *tr, int val, int64_t index, dla_
 /* A mini-batch queue over d: predictors cast to the network's dtype (in
  * its input's format when unformatted), targets as they come (class
  * numbers relabeled 1 x N "CB" so that one-hot encoding finds C). */
+static int input_layer(const dla_net *net, const char *name);
+
 static dla_status make_queue(trainer *tr, const dla_train_data *d, int validation, dla_mbq **q,
                              dla_tensor **targets)
 {
@@ -786,6 +789,20 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
             return fst;
     }
     tr->ds_targets[validation] = dst;
+    /* The predictors against the network's input layer first: laid out
+     * the other way (MATLAB's N-by-numFeatures), they made the targets'
+     * checks below speak of class counts. (An input given by example has
+     * no fixed size: a convolutional network may take larger images.) */
+    if (d->predictors && input_layer(tr->net, dla_net_input_name(tr->net, 0))) {
+        char in_fmt[DLA_MAX_DIMS + 1] = "";
+        int64_t in_dims[DLA_MAX_DIMS];
+        const int in_nd = dla_net_input_activation(tr->net, 0, in_dims, in_fmt);
+        dla_status pst = in_nd > 0 ? dla__train_check_predictors(tr->fn, what, d->predictors,
+                                                                  in_fmt, in_nd, in_dims)
+                                   : DLA_OK;
+        if (pst != DLA_OK)
+            return pst;
+    }
     /* Labels and class counts, once per data set (train_check.c). */
     dla_status cst = d->target_sequences || dst ? DLA_OK
                      : tr->classify && !tr->seq_targets
@@ -914,9 +931,46 @@ static int input_layer(const dla_net *net, const char *name)
     return 0;
 }
 
-/* ResetInputNormalization: statistics of each normalizing input layer from
- * the training data, in chunks (a chunk is cast to double inside). */
-static dla_status input_statistics(trainer *tr, const dla_train_data *d, int *done)
+/* Whether tensor v (NULL: none) holds value alone; -1 when it cannot be
+ * read. */
+static int all_equal(dla_tensor *v, double value)
+{
+    if (!v)
+        return 1;
+    const int64_t n = dla_tensor_numel(v);
+    double *h = dla_malloc(sizeof *h * (size_t)(n ? n : 1));
+    if (!h)
+        return -1;
+    dla_scope_begin();
+    dla_status st = dla_tensor_to_host(dla_cast(v, DLA_F64), h, sizeof *h * (size_t)n);
+    dla_scope_end();
+    int same = st == DLA_OK;
+    for (int64_t k = 0; same && k < n; k++)
+        same = h[k] == value;
+    dla_free(h);
+    return st == DLA_OK ? same : -1;
+}
+
+/* Input layer `name`'s statistics are empty (MATLAB's word): none given in
+ * its options, and its Mean (and StandardDeviation) still the values it
+ * was made with, 0 (and 1), which normalize nothing. Statistics computed
+ * or set since (a trained, loaded or edited network) are not empty. */
+static int statistics_empty(const dla_net *net, const char *name)
+{
+    const int i = dla__net_find(net, name);
+    if (i < 0 || net->layers[i]->given[0] || net->layers[i]->given[1])
+        return 0;
+    dla_status before = dla_last_status();
+    dla_tensor *sd = dla_net_get(net, name, "StandardDeviation");
+    if (!sd && before == DLA_OK)
+        dla_clear_error(); /* "zerocenter": no StandardDeviation */
+    return all_equal(dla_net_get(net, name, "Mean"), 0.0) == 1 && all_equal(sd, 1.0) == 1;
+}
+
+/* Statistics of each normalizing input layer from the training data, in
+ * chunks (a chunk is cast to double inside): every such layer's with
+ * ResetInputNormalization, else (MATLAB's false) those that are empty. */
+static dla_status input_statistics(trainer *tr, const dla_train_data *d, int only_empty, int *done)
 {
     *done = 0;
     int nin = dla_net_input_count(tr->net);
@@ -928,6 +982,8 @@ static dla_status input_statistics(trainer *tr, const dla_train_data *d, int *do
                 dla_clear_error();
             continue; /* "none": nothing to compute */
         }
+        if (only_empty && !statistics_empty(tr->net, name))
+            continue;
         int64_t n = observations(d);
         char fmt[DLA_MAX_DIMS + 1] = "";
         int64_t dims[DLA_MAX_DIMS];
@@ -1164,25 +1220,33 @@ static void progress_text(trainer *tr, const dla_training_state *s)
     dla_progress_update(tr->progress, tr->iteration, text);
 }
 
-static void record(trainer *tr, const dla_training_state *s)
+/* The chart's series of an iteration: the training ones (training) and
+ * the validation figures it has. */
+static void record_series(trainer *tr, const dla_training_state *s, int training)
 {
     if (!tr->progress)
         return;
-    dla_progress_record(tr->progress, "TrainingLoss", s->iteration, s->training_loss);
+    if (training)
+        dla_progress_record(tr->progress, "TrainingLoss", s->iteration, s->training_loss);
     if (!isnan(s->validation_loss))
         dla_progress_record(tr->progress, "ValidationLoss", s->iteration, s->validation_loss);
     if (tr->metrics & DLA__METRIC_ACCURACY) {
-        dla_progress_record(tr->progress, "TrainingAccuracy", s->iteration, s->training_accuracy);
+        if (training)
+            dla_progress_record(tr->progress, "TrainingAccuracy", s->iteration,
+                                s->training_accuracy);
         if (!isnan(s->validation_accuracy))
             dla_progress_record(tr->progress, "ValidationAccuracy", s->iteration,
                                 s->validation_accuracy);
     }
     if (tr->metrics & DLA__METRIC_RMSE) {
-        dla_progress_record(tr->progress, "TrainingRMSE", s->iteration, s->training_rmse);
+        if (training)
+            dla_progress_record(tr->progress, "TrainingRMSE", s->iteration, s->training_rmse);
         if (!isnan(s->validation_rmse))
             dla_progress_record(tr->progress, "ValidationRMSE", s->iteration, s->validation_rmse);
     }
 }
+
+static void record(trainer *tr, const dla_training_state *s) { record_series(tr, s, 1); }
 
 static dla_status write_chart(trainer *tr)
 {
@@ -1401,6 +1465,44 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *m, dla_tensor 
     return finish_iteration(tr, &s, last, stop);
 }
 
+/* Validates the network of this iteration into s: the history, the best
+ * validation (OutputNetwork "best-validation") and, when stop is not NULL,
+ * ValidationPatience. */
+static dla_status validate_iteration(trainer *tr, dla_training_state *s, int *stop)
+{
+    dla_status st = validate(tr, &s->validation_loss, &s->validation_accuracy, &s->validation_rmse);
+    if (st != DLA_OK) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", dla_last_error());
+        return dla_set_error(st, "dla_trainnet: validation at iteration %lld: %s",
+                             (long long)tr->iteration, msg);
+    }
+    if ((st = validation_push(tr->hist.info, tr->iteration, s->validation_loss,
+                              s->validation_accuracy, s->validation_rmse)) != DLA_OK)
+        return st;
+    tr->validated = tr->iteration;
+    if (s->validation_loss < tr->best_val_loss) {
+        tr->best_val_loss = s->validation_loss;
+        tr->val_bad = 0;
+        if (!strcmp(tr->o.output_network, "best-validation")) {
+            dla_net_free(tr->best_net);
+            tr->best_net = dla_net_copy(tr->net);
+            if (!tr->best_net)
+                return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: OutputNetwork "
+                                     "\"best-validation\": out of memory copying the network");
+            tr->best_iteration = tr->iteration;
+            tr->best_figures[0] = s->validation_loss;
+            tr->best_figures[1] = s->validation_accuracy;
+            tr->best_figures[2] = s->validation_rmse;
+        }
+    } else if (stop && tr->o.validation_patience && ++tr->val_bad >= tr->o.validation_patience) {
+        snprintf(tr->hist.info->stop_reason, sizeof tr->hist.info->stop_reason,
+                 "Met validation criterion");
+        *stop = 1;
+    }
+    return DLA_OK;
+}
+
 /* What follows an iteration's update for every solver: validation, the
  * history, the chart, the table, the checkpoint and the OutputFcn. */
 static dla_status finish_iteration(trainer *tr, dla_training_state *sp, int last, int *stop)
@@ -1410,35 +1512,8 @@ static dla_status finish_iteration(trainer *tr, dla_training_state *sp, int last
     int validated = 0;
     if (tr->val_q && (tr->iteration == 1 || tr->iteration % tr->o.validation_frequency == 0 || last)) {
         validated = 1;
-        st = validate(tr, &s.validation_loss, &s.validation_accuracy, &s.validation_rmse);
-        if (st != DLA_OK) {
-            char msg[1024];
-            snprintf(msg, sizeof msg, "%s", dla_last_error());
-            return dla_set_error(st, "dla_trainnet: validation at iteration %lld: %s",
-                                 (long long)tr->iteration, msg);
-        }
-        if ((st = validation_push(tr->hist.info, tr->iteration, s.validation_loss,
-                                  s.validation_accuracy, s.validation_rmse)) != DLA_OK)
+        if ((st = validate_iteration(tr, &s, stop)) != DLA_OK)
             return st;
-        if (s.validation_loss < tr->best_val_loss) {
-            tr->best_val_loss = s.validation_loss;
-            tr->val_bad = 0;
-            if (!strcmp(tr->o.output_network, "best-validation")) {
-                dla_net_free(tr->best_net);
-                tr->best_net = dla_net_copy(tr->net);
-                if (!tr->best_net)
-                    return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: OutputNetwork "
-                                         "\"best-validation\": out of memory copying the network");
-                tr->best_iteration = tr->iteration;
-                tr->best_figures[0] = s.validation_loss;
-                tr->best_figures[1] = s.validation_accuracy;
-                tr->best_figures[2] = s.validation_rmse;
-            }
-        } else if (tr->o.validation_patience && ++tr->val_bad >= tr->o.validation_patience) {
-            snprintf(tr->hist.info->stop_reason, sizeof tr->hist.info->stop_reason,
-                     "Met validation criterion");
-            *stop = 1;
-        }
     }
     s.time_elapsed = now() - tr->start;
     if ((st = history_push(tr, &s)) != DLA_OK)
@@ -1773,6 +1848,37 @@ static dla_status run_epochs(trainer *tr)
     return st;
 }
 
+/* Validation at the end of training: a stop that no validation saw (an
+ * OutputFcn's, in any rank, at an iteration off ValidationFrequency) left
+ * the final validation figures, and OutputNetwork "best-validation"'s
+ * choice, to an earlier network than the one returned; the last
+ * iteration's table row was not printed either. Every rank of a parallel
+ * training gets here at the same iteration (the stop is agreed), and
+ * validation reads each rank's whole validation data, so they agree. */
+static dla_status validate_at_the_end(trainer *tr)
+{
+    const dla_training_info *in = tr->hist.info;
+    if (!tr->val_q || in->iterations == 0 || tr->validated == tr->iteration)
+        return DLA_OK;
+    const int64_t i = in->iterations - 1;
+    dla_training_state s = {.stage = "iteration", .epoch = in->epoch[i], .iteration = tr->iteration,
+                            .time_elapsed = in->time_elapsed[i], .learn_rate = in->learn_rate[i],
+                            .training_loss = in->training_loss[i],
+                            .training_accuracy = in->training_accuracy[i],
+                            .training_rmse = in->training_rmse[i],
+                            .validation_loss = NAN, .validation_accuracy = NAN,
+                            .validation_rmse = NAN, .gradient_norm = in->gradient_norm[i],
+                            .step_norm = in->step_norm[i]};
+    dla_status st = validate_iteration(tr, &s, NULL);
+    if (st != DLA_OK)
+        return st;
+    record_series(tr, &s, 0);
+    if (tr->o.verbose)
+        report_row(tr, &s, 1);
+    progress_text(tr, &s);
+    return write_chart(tr);
+}
+
 /* OutputNetwork "best-validation": the network of the best validation in
  * place of the last one, with that validation's figures as the final
  * ones. */
@@ -2053,15 +2159,19 @@ static dla_status setup(trainer *tr, const dla_train_data *data, dla_net *net, i
                                  "learn-rate factor 0 (frozen); nothing to train");
     }
 
-    if (tr->o.reset_input_normalization && (st = input_statistics(tr, data, normalized)) != DLA_OK)
+    if ((st = input_statistics(tr, data, !tr->o.reset_input_normalization, normalized)) != DLA_OK)
         return st;
     if ((st = make_queue(tr, data, 0, &tr->train_q, &tr->train_targets)) != DLA_OK)
         return st;
     if (dla_mbq_num_batches(tr->train_q) < 1)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
-                             "dla_trainnet: %lld observations make no full mini-batch of %lld "
-                             "(PartialMiniBatch \"discard\")", (long long)observations(data),
-                             (long long)tr->o.mini_batch_size);
+                             "dla_trainnet: %lld observation%s make%s no full mini-batch of %lld "
+                             "(PartialMiniBatch \"discard\" drops the partial one, so no "
+                             "iteration would run); set MiniBatchSize to at most %lld, or "
+                             "PartialMiniBatch to \"return\"",
+                             (long long)observations(data), observations(data) == 1 ? "" : "s",
+                             observations(data) == 1 ? "s" : "",
+                             (long long)tr->o.mini_batch_size, (long long)observations(data));
     if (tr->o.validation_data && (st = make_queue(tr, tr->o.validation_data, 1, &tr->val_q,
                                                   &tr->val_targets)) != DLA_OK)
         return st;
@@ -2325,6 +2435,8 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
                      "Stopped by OutputFcn");
         else if (st == DLA_OK)
             st = !strcmp(tr.o.solver, "lbfgs") ? run_lbfgs(&tr) : run_epochs(&tr);
+        if (st == DLA_OK)
+            st = validate_at_the_end(&tr);
         if (st == DLA_OK && tr.best_net)
             use_best_network(&tr);
         /* After a failure too: the network returned holds no state of a

@@ -93,6 +93,78 @@ dla_status dla__train_check_paths(const dla_training_options *o)
     return DLA_OK;
 }
 
+/* ------------------------------------------------------------- predictors */
+
+dla_status dla__train_check_predictors(const char *fn, const char *what, dla_tensor *x,
+                                       const char *in_format, int in_nd, const int64_t *in_dims)
+{
+    const char *xf = dla_tensor_format(x);
+    const int nd = dla_tensor_ndims(x);
+    const char *b = strchr(in_format, 'B');
+    if (!b)
+        return DLA_OK;
+    /* Unformatted, the observations are the last dim: an input whose B is
+     * not its last ("CBT") cannot read them so (the queue refused it
+     * later, and the targets' check first spoke of class counts, counting
+     * the time steps as the observations). */
+    if (!*xf && (int)(b - in_format) + 1 != nd) {
+        char desc[256];
+        dla_tensor_describe(x, desc, sizeof desc);
+        return dla_set_error(DLA_ERR_SHAPE,
+                             "%s: %s: predictors (%s) are unformatted, so their observations "
+                             "are read along their last dim (%d), but the network's input takes "
+                             "\"%s\" data, its observations at dim %d: give the predictors that "
+                             "format, with its %d dims",
+                             fn, what, desc, nd, in_format, (int)(b - in_format) + 1, in_nd);
+    }
+    /* Unformatted: read in the input's format, dim by dim; another number
+     * of dims is left to the forward's own message. */
+    if (!*xf && nd != in_nd)
+        return DLA_OK;
+    for (int i = 0; i < in_nd; i++) {
+        const char label = in_format[i];
+        if (label == 'B' || label == 'T' || label == 'U')
+            continue;
+        int d = 0;
+        if (*xf) {
+            /* The k-th dim of this label, as the input's k-th. */
+            int k = 0;
+            for (int j = 0; j < i; j++)
+                k += in_format[j] == label;
+            for (int j = 0; j < nd && !d; j++)
+                if (xf[j] == label && k-- == 0)
+                    d = j + 1;
+            if (!d)
+                continue;
+        } else {
+            d = i + 1;
+        }
+        if (dla_tensor_dim(x, d) == in_dims[i])
+            continue;
+        char desc[256];
+        dla_tensor_describe(x, desc, sizeof desc);
+        /* The input's dims, its observation dim shown as N. */
+        char shown[96];
+        int m = 0;
+        for (int j = 0; j < in_nd && m >= 0 && (size_t)m < sizeof shown; j++)
+            m += in_format[j] == 'B'
+                     ? snprintf(shown + m, sizeof shown - (size_t)m, j ? "xN" : "N")
+                     : snprintf(shown + m, sizeof shown - (size_t)m, j ? "x%lld" : "%lld",
+                                (long long)in_dims[j]);
+        return dla_set_error(DLA_ERR_SHAPE,
+                             "%s: %s: predictors (%s%s) have %lld along dim %d (\"%c\") where "
+                             "the network's input takes %lld (%s \"%s\" data)%s",
+                             fn, what, desc, *xf ? "" : ", unformatted: read as the input's format",
+                             (long long)dla_tensor_dim(x, d), d, label, (long long)in_dims[i],
+                             shown, in_format,
+                             *xf ? ""
+                                 : "; observations lie along the last dim: MATLAB's "
+                                   "N-by-numFeatures array is its transpose here (or give the "
+                                   "predictors a format)");
+    }
+    return DLA_OK;
+}
+
 /* ----------------------------------------------------------------- labels */
 
 dla_status dla__train_check_classes(const char *what, dla_tensor *targets, int64_t k)

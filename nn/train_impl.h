@@ -40,6 +40,14 @@ int dla__train_table_row(const dla__train_table *t, const dla_training_state *s,
  * Plots is "training-progress": DLA_ERR_IO naming the option and the
  * user's path when one is missing, not a folder or not writable. */
 dla_status dla__train_check_paths(const dla_training_options *o);
+/* Predictors x (a tensor; formatted, or read in the input's format when
+ * unformatted) whose dims other than "B" and "T" are the network input's
+ * (in_format, in_nd, in_dims, dla_net_input_activation's): DLA_ERR_SHAPE
+ * naming fn, what, both sizes and, unformatted, MATLAB's N-by-numFeatures
+ * layout. Checked before the targets, whose own messages would otherwise
+ * speak of class counts for predictors laid out the other way. */
+dla_status dla__train_check_predictors(const char *fn, const char *what, dla_tensor *x,
+                                       const char *in_format, int in_nd, const int64_t *in_dims);
 /* int32 class numbers in 0..k-1: DLA_ERR_INVALID_ARGUMENT naming what
  * ("data", "ValidationData"), the first bad value and its index, the range
  * and, when they look 1-based, MATLAB's numbering. */

@@ -1219,7 +1219,9 @@ static void partial_mini_batches_are_dropped_or_returned(void **state)
     o.mini_batch_size = 128;
     assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.fn = counting_ce}, &o, &trained, NULL),
                      DLA_ERR_INVALID_ARGUMENT);
-    assert_non_null(strstr(dla_last_error(), "no full mini-batch"));
+    assert_non_null(strstr(dla_last_error(), "100 observations make no full mini-batch of 128"));
+    assert_non_null(strstr(dla_last_error(), "set MiniBatchSize to at most 100, or "
+                                             "PartialMiniBatch to \"return\""));
     dla_net_free(net);
     dla_tensor_release(x);
     dla_tensor_release(t);
@@ -2435,6 +2437,74 @@ static void output_fn_stops_training_and_schedules_drop_the_rate(void **state)
     dla_tensor_release(t);
 }
 
+/* A stop by the OutputFcn ends training as the last iteration does: its
+ * network is validated (the final validation figures are those of the
+ * network returned, and "best-validation" may choose it) and its row is
+ * printed. Before, an OutputFcn stop at iteration 5 with validations every
+ * 3 iterations left the final figures at iteration 3's network, and the
+ * table without iteration 5. */
+static void a_stop_by_the_output_fn_validates_the_network_returned(void **state)
+{
+    (void)state;
+    dla_tensor *x, *t, *vx, *vt;
+    blobs(128, 31, &x, &t);
+    blobs(60, 32, &vx, &vt);
+    dla_train_data d = {.predictors = x, .targets = t}, v = {.predictors = vx, .targets = vt};
+    const char *mode[2] = {NULL, "best-validation"};
+    for (int k = 0; k < 2; k++) {
+        dla_net *net = mlp(), *trained;
+        dla_training_info *info;
+        int calls[3] = {0};
+        tu_sink sink;
+        assert_non_null(tu_sink_open(&sink));
+        dla_training_options o = {.l2_regularization = -1, .max_epochs = 6, .mini_batch_size = 16,
+                                  .initial_learn_rate = 0.5, .validation_data = &v,
+                                  .validation_frequency = 3, .output_network = mode[k],
+                                  .output_fn = stop_at_5, .output_ctx = calls, .output = sink.f};
+        if (dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                         &info) != DLA_OK)
+            fail_msg("trainnet: %s", dla_last_error());
+        char *text = tu_sink_text(&sink);
+        assert_string_equal(info->stop_reason, "Stopped by OutputFcn");
+        assert_int_equal(info->iterations, 5);
+        assert_int_equal(info->validations, 3);
+        assert_int_equal(info->validation_iteration[2], 5);
+        assert_non_null(strstr(text, "|       1 |           5 |"));
+        free(text);
+        /* The returned network's loss on the validation data is the final
+         * validation loss, and what "done" was given. */
+        dla_tensor *y;
+        assert_int_equal(dla_net_predict(trained, 1, &vx, 1, &y, NULL), DLA_OK);
+        dla_scope_begin();
+        dla_tensor *onehot = dla_onehotencode(dla_reshape(vt, "CB", DLA_DIMS(1, 60)), CLASSES, NULL);
+        const double loss = dla_tensor_item(dla_crossentropy(y, onehot, NULL), 0);
+        dla_scope_end();
+        dla_tensor_release(y);
+        if (!(fabs(loss - info->final_validation_loss) <= 1e-5 * fmax(1, loss)))
+            fail_msg("%s: the returned network's loss %.9g, the final validation loss %.9g",
+                     k ? "best-validation" : "last-iteration", loss, info->final_validation_loss);
+        assert_true(done_state.validation_loss == info->final_validation_loss);
+        if (k == 0) {
+            assert_true(info->final_validation_loss == info->validation_loss[2]);
+            assert_int_equal(info->output_network_iteration, 5);
+        } else {
+            /* The lowest of the three, the last one included. */
+            int64_t best = 0;
+            for (int64_t i = 1; i < info->validations; i++)
+                if (info->validation_loss[i] < info->validation_loss[best])
+                    best = i;
+            assert_int_equal(info->output_network_iteration, info->validation_iteration[best]);
+        }
+        dla_training_info_free(info);
+        dla_net_free(trained);
+        dla_net_free(net);
+    }
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+    dla_tensor_release(vx);
+    dla_tensor_release(vt);
+}
+
 /* MATLAB's {"warmup", schedule} and FrequencyUnit "iteration" in trainnet:
  * the history's rates against the formulas written out. 128 observations
  * in batches of 32: 4 iterations an epoch. */
@@ -2518,15 +2588,51 @@ static void input_normalization_is_reset_from_uint8_images(void **state)
     dla_tensor *mean = dla_net_get(trained, "imageinput_1", "Mean");
     for (int p = 0; p < 4; p++)
         assert_true(tu_close(dla_tensor_item(mean, p), p * 10 + 1.0, 1e-6));
-    dla_net_free(trained);
-    /* Kept when asked. */
+    /* ResetInputNormalization false (MATLAB: "calculate normalization
+     * statistics at training time when they are empty"): a layer whose
+     * statistics are still the zeros it was made with gets them from the
+     * data too. Before, they stayed 0, so the layer normalized nothing,
+     * in silence. */
     o.reset_input_normalization = -1;
-    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+    dla_net *again;
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &again,
                                   NULL), DLA_OK);
-    assert_true(dla_tensor_item(dla_net_get(trained, "imageinput_1", "Mean"), 3) == 0);
+    for (int p = 0; p < 4; p++)
+        assert_true(tu_close(dla_tensor_item(dla_net_get(again, "imageinput_1", "Mean"), p),
+                             p * 10 + 1.0, 1e-6));
+    dla_net_free(again);
+    /* Statistics the network has (computed by an earlier training) are
+     * kept, whatever the new data's. */
+    for (int n = 0; n < 60; n++)
+        for (int p = 0; p < 4; p++)
+            px[4 * n + p] = (uint8_t)(p * 20 + 7);
+    dla_tensor *x2 = dla_tensor_from_host(px, DLA_U8, "SSCB", DLA_DIMS(2, 2, 1, 60));
+    dla_train_data d2 = {.predictors = x2, .targets = t};
+    assert_int_equal(dla_trainnet(&d2, trained, &(dla_train_loss){.name = "crossentropy"}, &o,
+                                  &again, NULL), DLA_OK);
+    for (int p = 0; p < 4; p++)
+        assert_true(tu_close(dla_tensor_item(dla_net_get(again, "imageinput_1", "Mean"), p),
+                             p * 10 + 1.0, 1e-6));
+    dla_net_free(again);
     dla_net_free(trained);
+    /* And so are statistics given in the layer's options, zeros too. */
+    dla_scope_begin();
+    dla_layer *g[] = {dla_image_input_layer(2, 2, 1, &(dla_image_input_options){
+                                                      .normalization_dimension = "element",
+                                                      .mean = dla_zeros(DLA_F32, "", DLA_DIMS(2, 2))}),
+                      dla_fc_layer(2, NULL), dla_softmax_layer(NULL)};
+    dla_scope_end();
+    dla_net *given = dla_net_create(3, g);
+    assert_non_null(given);
+    assert_int_equal(dla_trainnet(&d, given, &(dla_train_loss){.name = "crossentropy"}, &o, &again,
+                                  NULL), DLA_OK);
+    for (int p = 0; p < 4; p++)
+        assert_true(dla_tensor_item(dla_net_get(again, "imageinput_1", "Mean"), p) == 0);
+    dla_net_free(again);
+    dla_net_free(given);
     dla_net_free(net);
     dla_tensor_release(x);
+    dla_tensor_release(x2);
     dla_tensor_release(t);
 }
 
@@ -2734,6 +2840,129 @@ static dla_status refusing_loss(void *ctx, int nin, dla_tensor *const *in, int n
 
 /* Before: 3-class one-hot targets for a network of 4 outputs reported
  * "dla_feval: the function left output 4 unset". */
+/* Predictors laid out as MATLAB's N-by-numFeatures (observations along
+ * the first dim), or unformatted where the input's B is not last, are
+ * named as such, before the targets are checked: the
+ * targets' check spoke of class counts ("targets (1x100 int32 ...) have 1
+ * classes along C where the network's output has 2") for targets that
+ * were right, and of classes for a regression's responses. */
+static void predictors_laid_out_the_other_way_are_named(void **state)
+{
+    (void)state;
+    enum { N = 100 };
+    float xs[2 * N], rs[N];
+    int32_t ts[N];
+    for (int j = 0; j < N; j++) {
+        xs[j] = (float)sin(j);
+        xs[N + j] = (float)cos(j);
+        ts[j] = xs[j] > 0;
+        rs[j] = xs[j];
+    }
+    dla_scope_begin();
+    dla_tensor *x = dla_tensor_from_host(xs, DLA_F32, "", DLA_DIMS(N, 2)); /* N x numFeatures */
+    dla_layer *l[] = {dla_feature_input_layer(2, NULL), dla_fc_layer(2, NULL),
+                      dla_softmax_layer(NULL)};
+    dla_net *net = dla_net_create(3, l), *trained = (dla_net *)&trained;
+    assert_non_null(net);
+    dla_training_options o = quiet();
+    o.max_epochs = 1;
+    o.mini_batch_size = 10;
+    dla_tensor *targets[2] = {dla_tensor_from_host(ts, DLA_I32, "", DLA_DIMS(1, N)),
+                              dla_tensor_from_host(ts, DLA_I32, "", DLA_DIMS(N, 1))};
+    for (int k = 0; k < 2; k++) {
+        dla_train_data d = {.predictors = x, .targets = targets[k]};
+        assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o,
+                                      &trained, NULL), DLA_ERR_SHAPE);
+        assert_null(trained);
+        assert_non_null(strstr(dla_last_error(), "dla_trainnet: data: predictors (100x2 single"));
+        assert_non_null(strstr(dla_last_error(), "have 100 along dim 1 (\"C\") where the "
+                                                 "network's input takes 2 (2xN \"CB\" data)"));
+        assert_non_null(strstr(dla_last_error(), "MATLAB's N-by-numFeatures array"));
+        assert_null(strstr(dla_last_error(), "classes"));
+    }
+    /* The same in ValidationData, and in testnet. */
+    /* 2 x N: the layout trainnet reads (the values do not matter here). */
+    dla_tensor *xt = dla_tensor_from_host(xs, DLA_F32, "", DLA_DIMS(2, N));
+    dla_train_data good = {.predictors = xt, .targets = targets[0]};
+    dla_train_data bad = {.predictors = x, .targets = targets[0]};
+    o.validation_data = &bad;
+    assert_int_equal(dla_trainnet(&good, net, &(dla_train_loss){.name = "crossentropy"}, &o,
+                                  &trained, NULL), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "dla_trainnet: ValidationData: predictors (100x2"));
+    o.validation_data = NULL;
+    double v;
+    assert_int_equal(dla_testnet(net, &bad, "accuracy", NULL, &v), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "dla_testnet: data: predictors (100x2"));
+    /* A regression's responses: no word of classes either. */
+    dla_layer *r[] = {dla_feature_input_layer(2, NULL), dla_fc_layer(1, NULL)};
+    dla_net *rn = dla_net_create(2, r);
+    assert_non_null(rn);
+    dla_train_data rd = {.predictors = x,
+                         .targets = dla_tensor_from_host(rs, DLA_F32, "", DLA_DIMS(N, 1))};
+    assert_int_equal(dla_trainnet(&rd, rn, &(dla_train_loss){.name = "mse"}, &o, &trained, NULL),
+                     DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "have 100 along dim 1 (\"C\")"));
+    assert_null(strstr(dla_last_error(), "classes"));
+    /* Unformatted sequences, C x N x T: their observations are read along
+     * the last dim, T, which a "CBT" input cannot take; the targets'
+     * check spoke of class counts, having counted the steps. */
+    dla_layer *q[] = {dla_sequence_input_layer(2, NULL),
+                      dla_lstm_layer(3, &(dla_lstm_layer_options){.output_mode = "last"}),
+                      dla_fc_layer(2, NULL), dla_softmax_layer(NULL)};
+    dla_net *qn = dla_net_create(4, q);
+    assert_non_null(qn);
+    dla_train_data sd = {.predictors = dla_reshape(xt, "", DLA_DIMS(2, 10, 10)),
+                         .targets = dla_tensor_from_host(ts, DLA_I32, "", DLA_DIMS(1, 10))};
+    assert_int_equal(dla_trainnet(&sd, qn, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  NULL), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "dla_trainnet: data: predictors (2x10x10 single"));
+    assert_non_null(strstr(dla_last_error(), "are unformatted, so their observations are read "
+                                             "along their last dim (3), but the network's input "
+                                             "takes \"CBT\" data, its observations at dim 2"));
+    assert_null(strstr(dla_last_error(), "classes"));
+    sd.predictors = dla_reshape(xt, "CBT", DLA_DIMS(2, 10, 10));
+    assert_int_equal(dla_trainnet(&sd, qn, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  NULL), DLA_OK);
+    dla_net_free(trained);
+    dla_net_free(qn);
+    /* Predictors of that layout still train. */
+    rd.predictors = xt;
+    rd.targets = dla_tensor_from_host(rs, DLA_F32, "", DLA_DIMS(1, N));
+    assert_int_equal(dla_trainnet(&rd, rn, &(dla_train_loss){.name = "mse"}, &o, &trained, NULL),
+                     DLA_OK);
+    dla_net_free(trained);
+    /* An input given by example (no input layer) has no fixed size: a
+     * convolutional network trained on 4x4 images validates and tests on
+     * 5x5 ones. */
+    float px[5 * 5 * 8];
+    for (int i = 0; i < 5 * 5 * 8; i++)
+        px[i] = (float)sin(i);
+    dla_layer *c[] = {dla_conv2d_layer(3, 3, 2, NULL), dla_relu_layer(NULL),
+                      dla_global_avgpool2d_layer(NULL), dla_fc_layer(2, NULL),
+                      dla_softmax_layer(NULL)};
+    dla_net *cn = dla_net_create(5, c);
+    assert_non_null(cn);
+    dla_tensor *t8 = dla_tensor_from_host(ts, DLA_I32, "", DLA_DIMS(1, 8));
+    dla_train_data small = {.predictors = dla_tensor_from_host(px, DLA_F32, "SSCB",
+                                                               DLA_DIMS(4, 4, 1, 8)),
+                            .targets = t8},
+                   large = {.predictors = dla_tensor_from_host(px, DLA_F32, "SSCB",
+                                                               DLA_DIMS(5, 5, 1, 8)),
+                            .targets = t8};
+    o.validation_data = &large;
+    o.mini_batch_size = 4;
+    if (dla_trainnet(&small, cn, &(dla_train_loss){.name = "crossentropy"}, &o, &trained, NULL) !=
+        DLA_OK)
+        fail_msg("validation on larger images: %s", dla_last_error());
+    assert_int_equal(dla_testnet(trained, &large, "accuracy", NULL, &v), DLA_OK);
+    o.validation_data = NULL;
+    dla_net_free(trained);
+    dla_net_free(cn);
+    dla_net_free(rn);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 static void one_hot_targets_of_another_class_count_are_named(void **state)
 {
     (void)state;
@@ -3571,6 +3800,7 @@ int main(void)
         TU_TEST(an_accelerated_custom_loss_is_replayed_and_trains),
         TU_TEST(sequences_train_with_each_sequence_length),
         TU_TEST(output_fn_stops_training_and_schedules_drop_the_rate),
+        TU_TEST(a_stop_by_the_output_fn_validates_the_network_returned),
         TU_TEST(trainnet_runs_a_list_of_schedules_in_turn),
         TU_TEST(input_normalization_is_reset_from_uint8_images),
         TU_TEST(a_feature_input_network_is_normalized_and_fits_a_regression),
@@ -3578,6 +3808,7 @@ int main(void)
         TU_TEST(class_numbers_outside_the_classes_are_refused),
         TU_TEST(one_hot_targets_of_another_class_count_are_named),
         TU_TEST(targets_with_one_row_per_observation_are_named),
+        TU_TEST(predictors_laid_out_the_other_way_are_named),
         TU_TEST(a_bad_output_path_fails_before_the_first_iteration),
         TU_TEST(a_failure_during_training_returns_the_network_so_far),
         TU_TEST(a_non_finite_loss_or_gradient_stops_training_with_an_error),

@@ -423,7 +423,11 @@ typedef struct dla_training_state {
  * ("done": the last iteration's figures and the last validation's).
  * Return nonzero to stop training (the stop reason is then "Stopped by
  * OutputFcn"); at "start", before the first iteration (the network comes
- * back untrained, with no history). */
+ * back untrained, with no history). With ValidationData, the iteration it
+ * stops at is validated after it returns, when ValidationFrequency had
+ * not (the end of training: its table row and the final validation
+ * figures, which "done" is given, are the network returned's, and
+ * OutputNetwork "best-validation" weighs it too). */
 typedef int (*dla_training_output_fn)(void *ctx, const dla_training_state *state);
 
 /* MATLAB trainingOptions(solverName, Name=Value). A zero field means
@@ -521,7 +525,11 @@ typedef struct dla_training_options {
     const char *execution_environment;
     /* ResetInputNormalization: 0 or 1: the statistics of every input
      * layer that normalizes are computed from the training data before
-     * training (MATLAB's true); negative: the network's are kept. */
+     * training (MATLAB's true); negative (MATLAB's false): the network's
+     * are kept, but empty ones are computed, as MATLAB computes them
+     * "when they are empty": a layer given none in its options whose Mean
+     * (and StandardDeviation) are still the zeros (and ones) it was made
+     * with, which normalize nothing. */
     int reset_input_normalization;
     /* BatchNormalizationStatistics: "population" (NULL or "auto";
      * MATLAB's default, shown as "auto" in its later releases, which we
@@ -542,7 +550,8 @@ typedef struct dla_training_options {
     /* ---------------------------------------------------------- validation */
     /* ValidationData: NULL: none. Evaluated in inference mode (predict) in
      * mini-batches of MiniBatchSize, at the first iteration, every
-     * validation_frequency iterations and at the end. Data with no
+     * validation_frequency iterations and at the end (the last iteration,
+     * whatever stopped training there). Data with no
      * observation is DLA_ERR_INVALID_ARGUMENT (it would validate nothing). */
     const dla_train_data *validation_data;
     int validation_frequency;   /* ValidationFrequency: 50 (iterations) */
@@ -553,8 +562,9 @@ typedef struct dla_training_options {
      * iteration left it; "best-validation": the network of the validation
      * with the lowest loss (MATLAB's ObjectiveMetricName "loss"), its
      * iteration in info->output_network_iteration and its figures the
-     * final validation ones; it needs validation_data. A tie keeps the
-     * earlier one. */
+     * final validation ones (evaluated again after BatchNormalizationStatistics
+     * "population" sets a batch normalization layer's statistics); it needs
+     * validation_data. A tie keeps the earlier one. */
     const char *output_network;
 
     /* ---------------------------------------------------------- monitoring */
@@ -767,7 +777,9 @@ DLA_API void dla_training_info_free(dla_training_info *info);
  * there. An uninitialized net (inputs that are not input layers) is
  * initialized with the first mini-batch. Before training, with
  * ResetInputNormalization, the statistics of each normalizing input layer
- * are computed from data (dla_net_set_input_statistics, in chunks).
+ * are computed from data (dla_net_set_input_statistics, in chunks);
+ * without it, those of the layers whose statistics are empty (see the
+ * option).
  *
  * Every iteration: the next mini-batch X, T (cast to the network's dtype, targets
  * one-hot encoded for class numbers); inside dla_feval, Y and the new state
@@ -822,8 +834,10 @@ DLA_API void dla_training_info_free(dla_training_info *info);
  * step.
  *
  * Checked before the first iteration, so that a mistake fails at once:
- * the options, the data, the class numbers (0..K-1) and class count of the
- * targets, and the folders of the chart and of CheckpointPath (they exist
+ * the options, the data, the predictors' dims but B and T against the
+ * network's input layer (DLA_ERR_SHAPE; an unformatted array has its observations
+ * along its last dim: MATLAB's N-by-numFeatures is its transpose), the
+ * class numbers (0..K-1) and class count of the targets, and the folders of the chart and of CheckpointPath (they exist
  * and are writable). A failure there leaves *trained and *info NULL and
  * nothing allocated.
  *
