@@ -1209,6 +1209,79 @@ static void test_a_forged_jpeg_size_is_refused_before_decoding(void **state)
     }
 }
 
+/* The bytes of path, malloc'd; *n their count. */
+static unsigned char *slurp(const char *path, long *n)
+{
+    *n = file_size(path);
+    unsigned char *b = malloc((size_t)*n);
+    assert_non_null(b);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    assert_int_equal(fread(b, 1, (size_t)*n, f), (size_t)*n);
+    fclose(f);
+    return b;
+}
+
+static void spit(const char *path, const unsigned char *b, long n)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+}
+
+/* Two libjpeg warnings leave every pixel decoded: bytes between the last
+ * scan and the end-of-image marker (the "extraneous bytes before marker
+ * 0xd9" of many camera and web files) and a JFIF version 2.x. Both were
+ * refused as "corrupt or truncated", though MATLAB's imread and PIL read
+ * them; they now read as the clean file. A truncated file still fails. */
+static void test_jpeg_warnings_that_leave_the_pixels_whole_are_read(void **state)
+{
+    (void)state;
+    const char *top = fresh("jwarn");
+    mkdirs(path_of("jwarn/c"));
+    write_jpeg(path_of("jwarn/c/a.jpg"), 8, 8, 77);
+    long n;
+    unsigned char *clean = slurp(path_of("jwarn/c/a.jpg"), &n);
+    assert_true(n > 20 && clean[n - 2] == 0xFF && clean[n - 1] == 0xD9);
+    long j = 0;
+    while (j + 5 < n && memcmp(clean + j, "JFIF", 5))
+        j++;
+    assert_true(j + 5 < n);
+    unsigned char want[64], got[64];
+    dla_imds *ds;
+    assert_ok(dla_imds_create(top, &(dla_imds_options){.dtype = DLA_U8}, &ds));
+    read_u8(ds, want, sizeof want);
+    dla_imds_free(ds);
+    unsigned char *b = malloc((size_t)n + 16);
+    assert_non_null(b);
+    for (int variant = 0; variant < 2; variant++) {
+        long m = n;
+        memcpy(b, clean, (size_t)n);
+        if (variant == 0) { /* 16 stray bytes before EOI */
+            memset(b + n - 2, 0x5A, 16);
+            b[n + 14] = 0xFF;
+            b[n + 15] = 0xD9;
+            m = n + 16;
+        } else { /* JFIF 2.01 */
+            b[j + 5] = 2;
+        }
+        spit(path_of("jwarn/c/a.jpg"), b, m);
+        dla_status st = dla_imds_create(top, &(dla_imds_options){.dtype = DLA_U8}, &ds);
+        if (st != DLA_OK)
+            fail_msg("variant %d: %s", variant, dla_last_error());
+        read_u8(ds, got, sizeof got);
+        assert_memory_equal(got, want, sizeof want);
+        dla_imds_free(ds);
+    }
+    /* Cut before its end: still an error (libjpeg would fill with gray). */
+    spit(path_of("jwarn/c/a.jpg"), clean, n - 2);
+    expect_create_error(top, &(dla_imds_options){.dtype = DLA_U8}, DLA_ERR_FORMAT, "jwarn/c/a.jpg",
+                        "Premature end");
+    free(b);
+    free(clean);
+}
+
 static void test_mixed_sizes_need_a_resize(void **state)
 {
     (void)state;
@@ -1697,6 +1770,7 @@ int main(void)
         TU_TEST(test_empty_folders_and_classes_and_stray_files_are_named),
         TU_TEST(test_corrupt_truncated_and_foreign_files_are_named),
         TU_TEST(test_a_forged_jpeg_size_is_refused_before_decoding),
+        TU_TEST(test_jpeg_warnings_that_leave_the_pixels_whole_are_read),
         TU_TEST(test_mixed_sizes_need_a_resize),
         TU_TEST(test_skip_corrupt_warns_once_and_keeps_labels_paired),
         TU_TEST(test_a_generic_datastore_before_the_images_stays_paired),
