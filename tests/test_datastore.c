@@ -497,6 +497,18 @@ static void test_split_each_label_takes_a_share_of_every_class(void **state)
             assert_string_not_equal(f, dla_imds_file(s[1], j));
     }
     assert_false(first7);
+    /* Fractions as MATLAB's round(cumsum(count * p)): 0.25 of 10 is
+     * 2.5, rounded to 3 (it was floored to 2), and 0.25, 0.25 end at 3 and
+     * 5, so 3, 2 and 5 (floored apart: 2, 2 and 6). */
+    assert_ok(dla_imds_split_each_label(ds, 2, (double[]){0.25, 0.25}, NULL, 0, u));
+    int64_t want[3] = {3, 2, 5};
+    for (int i = 0; i < 3; i++) {
+        int64_t c[3];
+        dla_imds_count_each_label(u[i], c);
+        for (int k = 0; k < 3; k++)
+            assert_int_equal(c[k], want[i]);
+        dla_imds_free(u[i]);
+    }
     /* Counts, in order: 2 and 3 per class, the rest last. */
     assert_ok(dla_imds_split_each_label(ds, 2, (double[]){2, 3}, NULL, 0, u));
     assert_int_equal(dla_imds_num_files(u[0]), 6);
