@@ -658,6 +658,43 @@ static void test_augmented_datastore_resizes_reflects_rotates_and_translates(voi
  * the edge (as imresize), and the fill is only for points a transform
  * moves out of the image (the border of a 4x4 image of 200 read at 8x8
  * was 150, its corners 113). */
+/* The directions docs/data.md states, as displayed (row 1 at the top):
+ * +90 degrees turns the image clockwise (its left column becomes its top
+ * row), +x moves it right, +y down. */
+static void test_augmentation_directions_are_as_documented(void **state)
+{
+    (void)state;
+    const char *top = fresh("dirs");
+    mkdirs(path_of("dirs/c"));
+    unsigned char rows[9];
+    for (int i = 0; i < 9; i++)
+        rows[i] = (unsigned char)(10 * (i + 1)); /* row r, column c: 10 * (3r + c + 1) */
+    write_png_raw(path_of("dirs/c/a.png"), 3, 3, 8, PNG_COLOR_TYPE_GRAY, rows, 3, NULL, 0, NULL, 0,
+                  NULL);
+    dla_imds *ds;
+    assert_ok(dla_imds_create(top, &(dla_imds_options){.dtype = DLA_U8}, &ds));
+    const dla_image_augmenter g[3] = {{.rand_rotation = {90, 90}},
+                                      {.rand_x_translation = {1, 1}},
+                                      {.rand_y_translation = {1, 1}}};
+    for (int t = 0; t < 3; t++) {
+        dla_imds *a;
+        unsigned char px[9]; /* column-major: row r, column c at r + 3c */
+        assert_ok(dla_augimds_create((int64_t[]){3, 3}, ds, &g[t], 0, &a));
+        read_u8(a, px, sizeof px);
+        for (int r = 0; r < 3; r++)
+            for (int c = 0; c < 3; c++) {
+                int want = t == 0   ? rows[3 * (2 - c) + r]
+                           : t == 1 ? (c ? rows[3 * r + c - 1] : 0)
+                                    : (r ? rows[3 * (r - 1) + c] : 0);
+                if (px[r + 3 * c] != want)
+                    fail_msg("transform %d: row %d, column %d is %d, not %d", t, r, c,
+                             px[r + 3 * c], want);
+            }
+        dla_imds_free(a);
+    }
+    dla_imds_free(ds);
+}
+
 static void test_augmented_resize_replicates_the_edge(void **state)
 {
     (void)state;
@@ -1775,6 +1812,7 @@ int main(void)
         TU_TEST(test_split_each_label_takes_a_share_of_every_class),
         TU_TEST(test_augmented_datastore_resizes_reflects_rotates_and_translates),
         TU_TEST(test_augmented_resize_replicates_the_edge),
+        TU_TEST(test_augmentation_directions_are_as_documented),
         TU_TEST(test_png_transparency_is_dropped),
         TU_TEST(test_png_16_bit_samples_keep_their_precision),
         TU_TEST(test_a_queue_reads_the_datastore_on_its_threads_in_order),
