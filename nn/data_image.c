@@ -488,8 +488,9 @@ DLA_API dla_status dla_imds_partition(dla_imds *ds, int n, int index, dla_imds *
     return *out ? DLA_OK : dla_last_status();
 }
 
-/* How many of a class of m files p takes, or -1 when p is neither a
- * fraction in (0, 1) nor a whole count >= 1. */
+/* How many of a class of m files p takes alone (a fraction's share
+ * rounded down; the split sums fractions before rounding), or -1 when p is
+ * neither a fraction in (0, 1) nor a whole count >= 1. */
 static int64_t take_of(double p, int64_t m)
 {
     if (p > 0 && p < 1)
@@ -561,18 +562,27 @@ DLA_API dla_status dla_imds_split_each_label(dla_imds *ds, int n, const double *
             int64_t m = count[c], *mem = members + start[c];
             if (randomized) /* which of the class's files, drawn; each split keeps ds's order */
                 dla__data_rng_shuffle(&rng, m, mem);
-            int64_t at = 0;
+            /* Where each split ends, as MATLAB's round(cumsum(count * p)):
+             * the fractions' shares summed, then rounded (half away from
+             * zero), so that 0.7 of 5 files is 4, not 3, and 0.3, 0.3 of
+             * 5 end at 2 and 3. Flooring each share apart gave every split
+             * of fractions fewer files than MATLAB's (3 and 1 here). */
+            int64_t at = 0, counts = 0;
+            double shares = 0;
             for (int s = 0; s < n && st == DLA_OK; s++) {
-                int64_t take = take_of(p[s], m);
-                if (at + take > m)
+                if (p[s] < 1)
+                    shares += (double)m * p[s];
+                else
+                    counts += take_of(p[s], m);
+                int64_t end = (int64_t)round(shares) + counts;
+                if (end > m)
                     st = dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
                                         "%s: class \"%s\" has %lld files, fewer than the %lld the "
                                         "splits up to p[%d] take",
-                                        op, ds->cat->classes[c], (long long)m,
-                                        (long long)(at + take), s);
-                for (int64_t j = at; j < at + take && st == DLA_OK; j++)
+                                        op, ds->cat->classes[c], (long long)m, (long long)end, s);
+                for (int64_t j = at; j < end && st == DLA_OK; j++)
                     which[mem[j]] = s;
-                at += take;
+                at = end; /* never less: the shares and counts only grow */
             }
             for (int64_t j = at; j < m; j++)
                 which[mem[j]] = n;

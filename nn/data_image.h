@@ -45,7 +45,9 @@ static inline double dla__image_sample(const dla__image *im, size_t i)
  * DLA_ERR_FORMAT (neither PNG nor JPEG, an unsupported colour space, an
  * image over DLA__IMAGE_MAX_BYTES, or a corrupt or truncated file, with the
  * decoder's own message: libjpeg's warnings, such as a premature end of the
- * data, count as errors, as it would otherwise fill the rest with gray),
+ * data, count as errors, as it would otherwise fill the rest with gray,
+ * except the two that leave every pixel decoded: stray bytes before the
+ * end-of-image marker and a JFIF version other than 1.x),
  * DLA_ERR_OUT_OF_MEMORY. */
 dla_status dla__image_decode(const char *path, dla__image *img, char *err, size_t errlen);
 void dla__image_free(dla__image *img);

@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <jpeglib.h>
+#include <jerror.h> /* the warning codes (JWRN_*) */
 #include <png.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -175,12 +176,24 @@ static void jpeg_on_error(j_common_ptr j)
     longjmp(c->jmp, 1);
 }
 
-/* Warnings (level -1) are the corrupt-data ones: a premature end of the
- * file, bad Huffman codes. libjpeg goes on with gray pixels after them,
- * which would be a silently wrong image, so they end the decode. */
+/* Warnings (level -1) are mostly the corrupt-data ones: a premature end of
+ * the file, bad Huffman codes. libjpeg goes on with gray pixels after them,
+ * which would be a silently wrong image, so they end the decode. Two say
+ * nothing about the pixels, and refusing them refused files that every
+ * other reader (MATLAB's imread, PIL) decodes: bytes between the last
+ * scan's data and the end-of-image marker, found only after every pixel
+ * was decoded (the "extraneous bytes before marker 0xd9" of many camera
+ * and web files), and a JFIF version number other than 1.x. */
+static int jpeg_warning_is_harmless(j_common_ptr j)
+{
+    const struct jpeg_error_mgr *e = j->err;
+    return (e->msg_code == JWRN_EXTRANEOUS_DATA && e->msg_parm.i[1] == 0xD9) ||
+           e->msg_code == JWRN_JFIF_MAJOR;
+}
+
 static void jpeg_on_message(j_common_ptr j, int level)
 {
-    if (level < 0)
+    if (level < 0 && !jpeg_warning_is_harmless(j))
         jpeg_on_error(j);
 }
 

@@ -497,6 +497,18 @@ static void test_split_each_label_takes_a_share_of_every_class(void **state)
             assert_string_not_equal(f, dla_imds_file(s[1], j));
     }
     assert_false(first7);
+    /* Fractions as MATLAB's round(cumsum(count * p)): 0.25 of 10 is
+     * 2.5, rounded to 3 (it was floored to 2), and 0.25, 0.25 end at 3 and
+     * 5, so 3, 2 and 5 (floored apart: 2, 2 and 6). */
+    assert_ok(dla_imds_split_each_label(ds, 2, (double[]){0.25, 0.25}, NULL, 0, u));
+    int64_t want[3] = {3, 2, 5};
+    for (int i = 0; i < 3; i++) {
+        int64_t c[3];
+        dla_imds_count_each_label(u[i], c);
+        for (int k = 0; k < 3; k++)
+            assert_int_equal(c[k], want[i]);
+        dla_imds_free(u[i]);
+    }
     /* Counts, in order: 2 and 3 per class, the rest last. */
     assert_ok(dla_imds_split_each_label(ds, 2, (double[]){2, 3}, NULL, 0, u));
     assert_int_equal(dla_imds_num_files(u[0]), 6);
@@ -646,6 +658,43 @@ static void test_augmented_datastore_resizes_reflects_rotates_and_translates(voi
  * the edge (as imresize), and the fill is only for points a transform
  * moves out of the image (the border of a 4x4 image of 200 read at 8x8
  * was 150, its corners 113). */
+/* The directions docs/data.md states, as displayed (row 1 at the top):
+ * +90 degrees turns the image clockwise (its left column becomes its top
+ * row), +x moves it right, +y down. */
+static void test_augmentation_directions_are_as_documented(void **state)
+{
+    (void)state;
+    const char *top = fresh("dirs");
+    mkdirs(path_of("dirs/c"));
+    unsigned char rows[9];
+    for (int i = 0; i < 9; i++)
+        rows[i] = (unsigned char)(10 * (i + 1)); /* row r, column c: 10 * (3r + c + 1) */
+    write_png_raw(path_of("dirs/c/a.png"), 3, 3, 8, PNG_COLOR_TYPE_GRAY, rows, 3, NULL, 0, NULL, 0,
+                  NULL);
+    dla_imds *ds;
+    assert_ok(dla_imds_create(top, &(dla_imds_options){.dtype = DLA_U8}, &ds));
+    const dla_image_augmenter g[3] = {{.rand_rotation = {90, 90}},
+                                      {.rand_x_translation = {1, 1}},
+                                      {.rand_y_translation = {1, 1}}};
+    for (int t = 0; t < 3; t++) {
+        dla_imds *a;
+        unsigned char px[9]; /* column-major: row r, column c at r + 3c */
+        assert_ok(dla_augimds_create((int64_t[]){3, 3}, ds, &g[t], 0, &a));
+        read_u8(a, px, sizeof px);
+        for (int r = 0; r < 3; r++)
+            for (int c = 0; c < 3; c++) {
+                int want = t == 0   ? rows[3 * (2 - c) + r]
+                           : t == 1 ? (c ? rows[3 * r + c - 1] : 0)
+                                    : (r ? rows[3 * (r - 1) + c] : 0);
+                if (px[r + 3 * c] != want)
+                    fail_msg("transform %d: row %d, column %d is %d, not %d", t, r, c,
+                             px[r + 3 * c], want);
+            }
+        dla_imds_free(a);
+    }
+    dla_imds_free(ds);
+}
+
 static void test_augmented_resize_replicates_the_edge(void **state)
 {
     (void)state;
@@ -1209,6 +1258,79 @@ static void test_a_forged_jpeg_size_is_refused_before_decoding(void **state)
     }
 }
 
+/* The bytes of path, malloc'd; *n their count. */
+static unsigned char *slurp(const char *path, long *n)
+{
+    *n = file_size(path);
+    unsigned char *b = malloc((size_t)*n);
+    assert_non_null(b);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    assert_int_equal(fread(b, 1, (size_t)*n, f), (size_t)*n);
+    fclose(f);
+    return b;
+}
+
+static void spit(const char *path, const unsigned char *b, long n)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+}
+
+/* Two libjpeg warnings leave every pixel decoded: bytes between the last
+ * scan and the end-of-image marker (the "extraneous bytes before marker
+ * 0xd9" of many camera and web files) and a JFIF version 2.x. Both were
+ * refused as "corrupt or truncated", though MATLAB's imread and PIL read
+ * them; they now read as the clean file. A truncated file still fails. */
+static void test_jpeg_warnings_that_leave_the_pixels_whole_are_read(void **state)
+{
+    (void)state;
+    const char *top = fresh("jwarn");
+    mkdirs(path_of("jwarn/c"));
+    write_jpeg(path_of("jwarn/c/a.jpg"), 8, 8, 77);
+    long n;
+    unsigned char *clean = slurp(path_of("jwarn/c/a.jpg"), &n);
+    assert_true(n > 20 && clean[n - 2] == 0xFF && clean[n - 1] == 0xD9);
+    long j = 0;
+    while (j + 5 < n && memcmp(clean + j, "JFIF", 5))
+        j++;
+    assert_true(j + 5 < n);
+    unsigned char want[64], got[64];
+    dla_imds *ds;
+    assert_ok(dla_imds_create(top, &(dla_imds_options){.dtype = DLA_U8}, &ds));
+    read_u8(ds, want, sizeof want);
+    dla_imds_free(ds);
+    unsigned char *b = malloc((size_t)n + 16);
+    assert_non_null(b);
+    for (int variant = 0; variant < 2; variant++) {
+        long m = n;
+        memcpy(b, clean, (size_t)n);
+        if (variant == 0) { /* 16 stray bytes before EOI */
+            memset(b + n - 2, 0x5A, 16);
+            b[n + 14] = 0xFF;
+            b[n + 15] = 0xD9;
+            m = n + 16;
+        } else { /* JFIF 2.01 */
+            b[j + 5] = 2;
+        }
+        spit(path_of("jwarn/c/a.jpg"), b, m);
+        dla_status st = dla_imds_create(top, &(dla_imds_options){.dtype = DLA_U8}, &ds);
+        if (st != DLA_OK)
+            fail_msg("variant %d: %s", variant, dla_last_error());
+        read_u8(ds, got, sizeof got);
+        assert_memory_equal(got, want, sizeof want);
+        dla_imds_free(ds);
+    }
+    /* Cut before its end: still an error (libjpeg would fill with gray). */
+    spit(path_of("jwarn/c/a.jpg"), clean, n - 2);
+    expect_create_error(top, &(dla_imds_options){.dtype = DLA_U8}, DLA_ERR_FORMAT, "jwarn/c/a.jpg",
+                        "Premature end");
+    free(b);
+    free(clean);
+}
+
 static void test_mixed_sizes_need_a_resize(void **state)
 {
     (void)state;
@@ -1690,6 +1812,7 @@ int main(void)
         TU_TEST(test_split_each_label_takes_a_share_of_every_class),
         TU_TEST(test_augmented_datastore_resizes_reflects_rotates_and_translates),
         TU_TEST(test_augmented_resize_replicates_the_edge),
+        TU_TEST(test_augmentation_directions_are_as_documented),
         TU_TEST(test_png_transparency_is_dropped),
         TU_TEST(test_png_16_bit_samples_keep_their_precision),
         TU_TEST(test_a_queue_reads_the_datastore_on_its_threads_in_order),
@@ -1697,6 +1820,7 @@ int main(void)
         TU_TEST(test_empty_folders_and_classes_and_stray_files_are_named),
         TU_TEST(test_corrupt_truncated_and_foreign_files_are_named),
         TU_TEST(test_a_forged_jpeg_size_is_refused_before_decoding),
+        TU_TEST(test_jpeg_warnings_that_leave_the_pixels_whole_are_read),
         TU_TEST(test_mixed_sizes_need_a_resize),
         TU_TEST(test_skip_corrupt_warns_once_and_keeps_labels_paired),
         TU_TEST(test_a_generic_datastore_before_the_images_stays_paired),

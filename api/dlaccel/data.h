@@ -353,8 +353,11 @@ DLA_API dla_status dla_imds_subset(dla_imds *ds, int64_t n, const int64_t *idx, 
 DLA_API dla_status dla_imds_partition(dla_imds *ds, int n, int index, dla_imds **out);
 /* MATLAB [ds1, ..., dsN+1] = splitEachLabel(imds, p1, ..., pN [,
  * "randomized"]): per class, the first p1 files (a fraction of the class
- * in (0, 1), rounded down, or a whole count >= 1) go to out[0], the next
- * p2 to out[1], ..., the rest to out[n]. With mode "randomized" each
+ * in (0, 1), or a whole count >= 1) go to out[0], the next p2 to out[1],
+ * ..., the rest to out[n]. As MATLAB's, split s ends at the class's
+ * count times p1 + ... + ps rounded to the nearest (halves up; whole
+ * counts added as they are): 0.7 of 5 files is 4; 0.3, 0.3 of 5 are 2
+ * and 1. With mode "randomized" each
  * class's files are drawn at random (np.random.default_rng(seed)), else
  * taken in order; each output keeps ds's order. out has n + 1 entries.
  * Errors: DLA_ERR_INVALID_ARGUMENT (a datastore without labels, n < 1, a p
@@ -368,7 +371,9 @@ DLA_API dla_status dla_imds_split_each_label(dla_imds *ds, int n, const double *
 typedef struct dla_image_augmenter {
     int rand_x_reflection;          /* RandXReflection: mirror left-right, p = 0.5 */
     int rand_y_reflection;          /* RandYReflection: mirror top-bottom, p = 0.5 */
-    double rand_rotation[2];        /* RandRotation: degrees, uniform in [lo, hi] */
+    double rand_rotation[2];        /* RandRotation: degrees, uniform in [lo, hi]; a
+                                     * positive angle turns the image clockwise as
+                                     * displayed (rows down; docs/data.md) */
     double rand_scale[2];           /* RandScale: uniform in [lo, hi]; {0, 0}: 1 */
     double rand_x_translation[2];   /* RandXTranslation: pixels, uniform in [lo, hi] */
     double rand_y_translation[2];   /* RandYTranslation: pixels */
