@@ -429,6 +429,50 @@ static void test_adjoint_of_a_slope_that_ignores_y(void **state)
     dla_scope_end();
 }
 
+/* y' = theta[0] .* y + theta[1]. */
+static dla_tensor *affine_slope(double t, dla_tensor *y, int ntheta, dla_tensor *const *theta,
+                                void *ctx)
+{
+    (void)t, (void)ntheta, (void)ctx;
+    return dla_add(dla_mul(theta[0], y), theta[1]);
+}
+
+static dla_status shared_theta_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                    dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    dla_tensor *theta[2] = {in[1], in[1]}; /* one tensor in both slots */
+    dla_tensor *y = dla_ode45(affine_slope, NULL, 2, (const double[]){0, 1}, in[0], 2, theta,
+                              &(dla_ode_options){.gradient_mode = ctx,
+                                                 .relative_tolerance = 1e-10,
+                                                 .absolute_tolerance = 1e-12});
+    out[0] = dla_sum(y, 0, NULL);
+    return dla_gradient(out[0], 2, in, out + 1);
+}
+
+/* theta = {a, a}: y' = a y + a, y(1) = (y0 + 1) e^a - 1, so dL/da =
+ * sum(y0 + 1) e^a. The adjoint gave each slot the whole derivative, and
+ * the tape added them: twice the answer, in silence. */
+static void test_a_tensor_given_as_two_thetas_has_one_gradient(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const double y0h[2] = {1, 2}, a = -0.4;
+    dla_tensor *in[2] = {dla_tensor_from_host(y0h, DLA_F64, "", 2, (int64_t[]){2, 1}),
+                         dla_full(a, DLA_F64, "", 2, (int64_t[]){1, 1})};
+    const char *modes[2] = {"direct", "adjoint"};
+    for (int m = 0; m < 2; m++) {
+        dla_tensor *out[3];
+        assert_int_equal(dla_feval(shared_theta_loss, (void *)modes[m], 2, in, 3, out), DLA_OK);
+        const double want = (y0h[0] + 1 + y0h[1] + 1) * exp(a);
+        if (!tu_close(at(out[2], 0), want, 1e-8))
+            fail_msg("%s: dL/da %.12g, want %.12g", modes[m], at(out[2], 0), want);
+        for (int i = 0; i < 2; i++)
+            assert_true(tu_close(at(out[1], i), exp(a), 1e-8));
+    }
+    dla_scope_end();
+}
+
 static dla_status adjoint_twice(void *ctx, int nin, dla_tensor *const *in, int nout,
                                 dla_tensor **out)
 {
@@ -697,6 +741,7 @@ int main(void)
         TU_TEST(test_adjoint_gradients_match_the_closed_form),
         TU_TEST(test_adjoint_refuses_higher_derivatives),
         TU_TEST(test_adjoint_of_a_slope_that_ignores_y),
+        TU_TEST(test_a_tensor_given_as_two_thetas_has_one_gradient),
         TU_TEST(test_a_network_as_the_right_hand_side),
         TU_TEST(test_network_gradients_match_finite_differences),
         TU_TEST(test_second_derivatives_through_the_stages),
