@@ -133,6 +133,16 @@ static dla_tensor *slope(solver *s, double t, dla_tensor *y)
                           "must have y's dims",
                           OP, dla__tensor_dims_str(f, fb, sizeof fb), t,
                           dla__tensor_dims_str(y, yb, sizeof yb));
+    /* Other labels failed later, in a stage's sum, as 'dla_add: arguments
+     * a and b have formats "CB" and "SB"', naming neither the solver nor
+     * the function. An unformatted slope takes y's labels (and a labeled
+     * slope of an unformatted y gives it its labels, as a sum does). */
+    const char *ff = dla_tensor_format(f), *yf = dla_tensor_format(y);
+    if (ff[0] && yf[0] && strcmp(ff, yf) != 0)
+        return dla__error(DLA_ERR_FORMAT,
+                          "%s: the function returned a slope formatted \"%s\" at t = %.17g, but "
+                          "y is \"%s\": the slope must have y's format (or none)",
+                          OP, ff, t, yf);
     return f;
 }
 

@@ -583,6 +583,12 @@ static dla_tensor *wrong_dtype(double t, dla_tensor *y, int n, dla_tensor *const
     (void)t, (void)n, (void)p, (void)ctx;
     return dla_cast(y, DLA_F32);
 }
+/* Same dims, other labels: "SB" for y's "CB". */
+static dla_tensor *relabeled(double t, dla_tensor *y, int n, dla_tensor *const *p, void *ctx)
+{
+    (void)t, (void)n, (void)p, (void)ctx;
+    return dla_reshape(dla_neg(y), "SB", DLA_DIMS(dla_tensor_dim(y, 1), dla_tensor_dim(y, 2)));
+}
 static dla_tensor *null_slope(double t, dla_tensor *y, int n, dla_tensor *const *p, void *ctx)
 {
     (void)t, (void)y, (void)n, (void)p, (void)ctx;
@@ -658,6 +664,15 @@ static void test_the_errors_say_what_is_wrong(void **state)
                  "returned 4x1 at t = 0, but y is 2x1");
     tu_expect_error(dla_ode45(wrong_dtype, NULL, 2, two, y0, 0, NULL, NULL), DLA_ERR_DTYPE,
                  "must have y's dtype");
+    /* It failed in a stage's sum: 'dla_add: arguments a and b have
+     * formats "CB" and "SB"'. Unlabeled, the slope takes y's labels. */
+    dla_tensor *ycb = dla_ones(DLA_F64, "CB", 2, (int64_t[]){2, 3});
+    for (int m = 0; m < 2; m++)
+        tu_expect_error(dla_ode45(relabeled, NULL, 2, two, ycb, 0, NULL,
+                                  &(dla_ode_options){.gradient_mode = m ? "adjoint" : NULL}),
+                        DLA_ERR_FORMAT,
+                        "dla_ode45: the function returned a slope formatted \"SB\" at t = 0, "
+                        "but y is \"CB\"");
     tu_expect_error(dla_ode45(null_slope, NULL, 2, two, y0, 0, NULL, NULL),
                  DLA_ERR_INVALID_ARGUMENT, "returned NULL");
     int calls = 0;

@@ -105,8 +105,9 @@ typedef struct dla_ode_options {
  *
  * Errors come back as an error tensor naming dla_ode45 and the argument:
  * a bad tspan, option or y0 (DLA_ERR_INVALID_ARGUMENT, DLA_ERR_FORMAT,
- * DLA_ERR_DTYPE); fn returning a tensor of other dims or dtype
- * (DLA_ERR_SHAPE, DLA_ERR_DTYPE) or an error tensor (passed on); a step
+ * DLA_ERR_DTYPE); fn returning a tensor of other dims, dtype or format
+ * labels than a formatted y's (DLA_ERR_SHAPE, DLA_ERR_DTYPE, DLA_ERR_FORMAT;
+ * an unformatted slope takes y's labels) or an error tensor (passed on); a step
  * that had to shrink below 16 eps(t), or more than max_steps attempts
  * (DLA_ERR_STATE: the tolerances cannot be met, or y stopped being
  * finite); a solution or slope that is not finite where a step starts (a
