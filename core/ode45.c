@@ -133,14 +133,29 @@ static dla_tensor *slope(solver *s, double t, dla_tensor *y)
                           "must have y's dims",
                           OP, dla__tensor_dims_str(f, fb, sizeof fb), t,
                           dla__tensor_dims_str(y, yb, sizeof yb));
+    /* Other labels failed later, in a stage's sum, as 'dla_add: arguments
+     * a and b have formats "CB" and "SB"', naming neither the solver nor
+     * the function. An unformatted slope takes y's labels (and a labeled
+     * slope of an unformatted y gives it its labels, as a sum does). */
+    const char *ff = dla_tensor_format(f), *yf = dla_tensor_format(y);
+    if (ff[0] && yf[0] && strcmp(ff, yf) != 0)
+        return dla__error(DLA_ERR_FORMAT,
+                          "%s: the function returned a slope formatted \"%s\" at t = %.17g, but "
+                          "y is \"%s\": the slope must have y's format (or none)",
+                          OP, ff, t, yf);
     return f;
 }
 
 /* The largest of |num| ./ max(den, threshold) over every element, read on
- * the host (NaN when any is NaN). Not recorded: no gradient goes through
- * the choice of a step. */
+ * the host (NaN when any is NaN; 0 when there are none, as MATLAB's
+ * norm([], inf): the max of an empty tensor is empty, whose item read as
+ * NaN, and a y0 of no elements, a batch of no observations, failed with
+ * "the step fell to 7.9e-323 ... not finite"). Not recorded: no gradient
+ * goes through the choice of a step. */
 static double scaled_max(const solver *s, dla_tensor *num, dla_tensor *den)
 {
+    if (dla_tensor_numel(num) == 0)
+        return 0;
     dla__recording_pause();
     /* max(den, threshold) from den's own ops, so that it stays on y's
      * device with no constant tensor: relu(den - thr) + thr. */
@@ -148,6 +163,22 @@ static double scaled_max(const solver *s, dla_tensor *num, dla_tensor *den)
     const double v = dla_tensor_item(dla_max(dla_div(dla_abs(num), floor), 0, NULL), 0);
     dla__recording_resume();
     return v;
+}
+
+/* Whether y and its slope f hold only finite numbers (the largest
+ * magnitudes, read on the host; max keeps a NaN). Not recorded. */
+static int finite_state(dla_tensor *y, dla_tensor *f)
+{
+    double v[2] = {0, 0};
+    dla__recording_pause();
+    dla_scope_begin();
+    dla_tensor *t[2] = {y, f};
+    for (int i = 0; i < 2; i++)
+        if (dla_tensor_numel(t[i]) > 0)
+            v[i] = dla_tensor_item(dla_max(dla_abs(t[i]), 0, NULL), 0);
+    dla_scope_end();
+    dla__recording_resume();
+    return isfinite(v[0]) && isfinite(v[1]);
 }
 
 /* ode45's first step when none is given: from the slope at t0, scaled by
@@ -384,6 +415,20 @@ static dla_tensor *integrate(solver *s, int nt, const double *tspan, dla_tensor 
             if (!(err <= s->rtol)) { /* rejected, NaN included */
                 dla_scope_end();
                 s->stats.failed++;
+                /* Where the solution or its slope at t is not finite (a NaN
+                 * y0 or theta: training that diverged), no smaller step can
+                 * help; halving to 16 eps(t) took about 1070 attempts from
+                 * t = 0, six calls of fn each, all of them on the tape
+                 * (gigabytes for a small network) before the error came. */
+                if (!isfinite(err) && !finite_state(y, f)) {
+                    bad = dla_tensor_retain(dla__error(
+                        DLA_ERR_STATE,
+                        "%s: at t = %.17g the solution or its slope is not finite (%s): "
+                        "no step can meet the tolerances",
+                        OP, t,
+                        t == tspan[0] ? "y0, or fn(t, y0, theta) there" : "y went to inf or NaN"));
+                    break;
+                }
                 if (absh <= hmin) {
                     bad = dla_tensor_retain(dla__error(
                         DLA_ERR_STATE,

@@ -90,7 +90,13 @@ typedef struct augmented {
 /* in = {y, theta...}: out = {f, a^T df/dy, a^T df/dtheta...}. Where f
  * does not depend on some input (y' = b), every input is made to reach
  * the scalar by a zero multiple of its sum, and that input's gradient is
- * zeros instead of an error. */
+ * zeros instead of an error.
+ *
+ * A tensor given as several theta[j] (theta = {w, w}, a network whose
+ * table holds one tensor twice) has one gradient, the derivative through
+ * all its uses; it goes to its first slot and zeros to the others, since
+ * the tape adds up what the op's backward gives each slot. Each slot got
+ * the whole gradient, and the sum was that many times too large. */
 static dla_status vjp_body(void *c, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
 {
     (void)nout;
@@ -102,17 +108,35 @@ static dla_status vjp_body(void *c, int nin, dla_tensor *const *in, int nout, dl
                              g->t);
     if (dla_tensor_status(f) != DLA_OK)
         return dla_set_error(dla_tensor_status(f), "%s", dla_tensor_error(f));
+    dla_tensor *wrt[DLA__OP_MAX_IO], *grads[DLA__OP_MAX_IO];
+    int slot[DLA__OP_MAX_IO], nw = 0;
+    for (int i = 0; i < nin; i++) {
+        int k = 0;
+        while (k < nw && wrt[k] != in[i])
+            k++;
+        if (k == nw)
+            wrt[nw++] = in[i];
+        slot[i] = k;
+    }
     dla_tensor *s = dla_sum(dla_mul(f, g->a), 0, NULL);
     out[0] = f;
+    dla_status st = DLA_ERR_INVALID_ARGUMENT;
     if (!g->reach_all) {
-        const dla_status st = dla_gradient(s, nin, in, out + 1);
-        if (st != DLA_ERR_INVALID_ARGUMENT || !strstr(dla_last_error(), "does not depend"))
+        st = dla_gradient(s, nw, wrt, grads);
+        if (st == DLA_ERR_INVALID_ARGUMENT && strstr(dla_last_error(), "does not depend"))
+            g->reach_all = 1;
+        else if (st != DLA_OK)
             return st;
-        g->reach_all = 1;
     }
-    for (int i = 0; i < nin; i++)
-        s = dla_add(s, dla_affine(dla_sum(in[i], 0, NULL), 0, 0));
-    return dla_gradient(s, nin, in, out + 1);
+    if (g->reach_all) {
+        for (int k = 0; k < nw; k++)
+            s = dla_add(s, dla_affine(dla_sum(wrt[k], 0, NULL), 0, 0));
+        if ((st = dla_gradient(s, nw, wrt, grads)) != DLA_OK)
+            return st;
+    }
+    for (int i = 0, k = 0; i < nin; i++)
+        out[1 + i] = slot[i] == k ? grads[k++] : dla_affine(grads[slot[i]], 0, 0);
+    return DLA_OK;
 }
 
 /* The augmented right-hand side on the packed column z = [y; a; g...]. */

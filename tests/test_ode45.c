@@ -429,6 +429,50 @@ static void test_adjoint_of_a_slope_that_ignores_y(void **state)
     dla_scope_end();
 }
 
+/* y' = theta[0] .* y + theta[1]. */
+static dla_tensor *affine_slope(double t, dla_tensor *y, int ntheta, dla_tensor *const *theta,
+                                void *ctx)
+{
+    (void)t, (void)ntheta, (void)ctx;
+    return dla_add(dla_mul(theta[0], y), theta[1]);
+}
+
+static dla_status shared_theta_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                    dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    dla_tensor *theta[2] = {in[1], in[1]}; /* one tensor in both slots */
+    dla_tensor *y = dla_ode45(affine_slope, NULL, 2, (const double[]){0, 1}, in[0], 2, theta,
+                              &(dla_ode_options){.gradient_mode = ctx,
+                                                 .relative_tolerance = 1e-10,
+                                                 .absolute_tolerance = 1e-12});
+    out[0] = dla_sum(y, 0, NULL);
+    return dla_gradient(out[0], 2, in, out + 1);
+}
+
+/* theta = {a, a}: y' = a y + a, y(1) = (y0 + 1) e^a - 1, so dL/da =
+ * sum(y0 + 1) e^a. The adjoint gave each slot the whole derivative, and
+ * the tape added them: twice the answer, in silence. */
+static void test_a_tensor_given_as_two_thetas_has_one_gradient(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const double y0h[2] = {1, 2}, a = -0.4;
+    dla_tensor *in[2] = {dla_tensor_from_host(y0h, DLA_F64, "", 2, (int64_t[]){2, 1}),
+                         dla_full(a, DLA_F64, "", 2, (int64_t[]){1, 1})};
+    const char *modes[2] = {"direct", "adjoint"};
+    for (int m = 0; m < 2; m++) {
+        dla_tensor *out[3];
+        assert_int_equal(dla_feval(shared_theta_loss, (void *)modes[m], 2, in, 3, out), DLA_OK);
+        const double want = (y0h[0] + 1 + y0h[1] + 1) * exp(a);
+        if (!tu_close(at(out[2], 0), want, 1e-8))
+            fail_msg("%s: dL/da %.12g, want %.12g", modes[m], at(out[2], 0), want);
+        for (int i = 0; i < 2; i++)
+            assert_true(tu_close(at(out[1], i), exp(a), 1e-8));
+    }
+    dla_scope_end();
+}
+
 static dla_status adjoint_twice(void *ctx, int nin, dla_tensor *const *in, int nout,
                                 dla_tensor **out)
 {
@@ -539,6 +583,12 @@ static dla_tensor *wrong_dtype(double t, dla_tensor *y, int n, dla_tensor *const
     (void)t, (void)n, (void)p, (void)ctx;
     return dla_cast(y, DLA_F32);
 }
+/* Same dims, other labels: "SB" for y's "CB". */
+static dla_tensor *relabeled(double t, dla_tensor *y, int n, dla_tensor *const *p, void *ctx)
+{
+    (void)t, (void)n, (void)p, (void)ctx;
+    return dla_reshape(dla_neg(y), "SB", DLA_DIMS(dla_tensor_dim(y, 1), dla_tensor_dim(y, 2)));
+}
 static dla_tensor *null_slope(double t, dla_tensor *y, int n, dla_tensor *const *p, void *ctx)
 {
     (void)t, (void)y, (void)n, (void)p, (void)ctx;
@@ -614,6 +664,15 @@ static void test_the_errors_say_what_is_wrong(void **state)
                  "returned 4x1 at t = 0, but y is 2x1");
     tu_expect_error(dla_ode45(wrong_dtype, NULL, 2, two, y0, 0, NULL, NULL), DLA_ERR_DTYPE,
                  "must have y's dtype");
+    /* It failed in a stage's sum: 'dla_add: arguments a and b have
+     * formats "CB" and "SB"'. Unlabeled, the slope takes y's labels. */
+    dla_tensor *ycb = dla_ones(DLA_F64, "CB", 2, (int64_t[]){2, 3});
+    for (int m = 0; m < 2; m++)
+        tu_expect_error(dla_ode45(relabeled, NULL, 2, two, ycb, 0, NULL,
+                                  &(dla_ode_options){.gradient_mode = m ? "adjoint" : NULL}),
+                        DLA_ERR_FORMAT,
+                        "dla_ode45: the function returned a slope formatted \"SB\" at t = 0, "
+                        "but y is \"CB\"");
     tu_expect_error(dla_ode45(null_slope, NULL, 2, two, y0, 0, NULL, NULL),
                  DLA_ERR_INVALID_ARGUMENT, "returned NULL");
     int calls = 0;
@@ -636,6 +695,54 @@ static void test_the_errors_say_what_is_wrong(void **state)
     dla_scope_end();
 }
 
+/* A batch of no observations: the error norm over no elements is 0 (as
+ * MATLAB's norm([], inf)), so the solve ends with an empty result of the
+ * right dims. It failed: the max of nothing read as NaN, and the step was
+ * halved to 16 eps(0) = 7.9e-323 before "the solution or its slope is not
+ * finite". */
+static void test_an_empty_batch_solves_to_an_empty_result(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *y0 = dla_zeros(DLA_F64, "CB", 2, (int64_t[]){2, 0});
+    dla_tensor *a = dla_full(-1, DLA_F64, "", 2, (int64_t[]){1, 1});
+    const char *modes[2] = {"direct", "adjoint"};
+    for (int m = 0; m < 2; m++) {
+        dla_ode_options o = {.gradient_mode = modes[m]};
+        dla_tensor *y = dla_ode45(scaled, NULL, 3, (const double[]){0, 0.5, 1}, y0, 1, &a, &o);
+        if (dla_tensor_status(y) != DLA_OK)
+            fail_msg("%s: %s", modes[m], dla_tensor_error(y));
+        assert_string_equal(dla_tensor_format(y), "CBT");
+        assert_int_equal(dla_tensor_dim(y, 1), 2);
+        assert_int_equal(dla_tensor_dim(y, 2), 0);
+        assert_int_equal(dla_tensor_dim(y, 3), 2);
+    }
+    dla_scope_end();
+}
+
+/* A y0 (or theta) that is not finite, as after training diverged, fails at
+ * once: no smaller step can help. The steps were halved down to 16 eps(t)
+ * first: from t = 0 about 1070 attempts of six calls each, every one
+ * recorded on the tape (3 GB and 12 s for a 256-wide network). */
+static void test_a_y0_that_is_not_finite_fails_at_once(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const double bad[3][2] = {{NAN, 1}, {INFINITY, 1}, {1, 2}};
+    for (int c = 0; c < 3; c++) {
+        dla_tensor *y0 = dla_tensor_from_host(bad[c], DLA_F64, "", 2, (int64_t[]){2, 1});
+        /* The third case: y0 finite, theta NaN (the slope is not). */
+        dla_tensor *a = dla_full(c == 2 ? NAN : -1, DLA_F64, "", 2, (int64_t[]){1, 1});
+        dla_ode_stats st;
+        tu_expect_error(dla_ode45(scaled, NULL, 2, (const double[]){0, 1}, y0, 1, &a,
+                                  &(dla_ode_options){.stats = &st}),
+                        DLA_ERR_STATE, "at t = 0 the solution or its slope is not finite");
+        if (!(st.evaluations <= 7))
+            fail_msg("case %d: %lld calls of fn before the error", c, (long long)st.evaluations);
+    }
+    dla_scope_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -649,11 +756,14 @@ int main(void)
         TU_TEST(test_adjoint_gradients_match_the_closed_form),
         TU_TEST(test_adjoint_refuses_higher_derivatives),
         TU_TEST(test_adjoint_of_a_slope_that_ignores_y),
+        TU_TEST(test_a_tensor_given_as_two_thetas_has_one_gradient),
         TU_TEST(test_a_network_as_the_right_hand_side),
         TU_TEST(test_network_gradients_match_finite_differences),
         TU_TEST(test_second_derivatives_through_the_stages),
         TU_TEST(test_a_replay_on_the_same_values_gives_eager_bits),
         TU_TEST(test_the_errors_say_what_is_wrong),
+        TU_TEST(test_an_empty_batch_solves_to_an_empty_result),
+        TU_TEST(test_a_y0_that_is_not_finite_fails_at_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -67,7 +67,8 @@ typedef struct dla_ode_options {
  * two. With nt == 2 the result has y0's dims and format;
  * with more, one dim more for the times: labeled "T" (placed before any
  * "U" labels) when y0 is formatted, so y0 must not have a "T" dim then,
- * and the last dim when it is not. Float dtypes.
+ * and the last dim when it is not. Float dtypes. A y0 of no elements (a
+ * batch of no observations) gives an empty result of those dims.
  *
  * The error test looks at the whole of y (every observation of a batch
  * together), as MATLAB's does. The steps go towards the last time with
@@ -104,11 +105,14 @@ typedef struct dla_ode_options {
  *
  * Errors come back as an error tensor naming dla_ode45 and the argument:
  * a bad tspan, option or y0 (DLA_ERR_INVALID_ARGUMENT, DLA_ERR_FORMAT,
- * DLA_ERR_DTYPE); fn returning a tensor of other dims or dtype
- * (DLA_ERR_SHAPE, DLA_ERR_DTYPE) or an error tensor (passed on); a step
+ * DLA_ERR_DTYPE); fn returning a tensor of other dims, dtype or format
+ * labels than a formatted y's (DLA_ERR_SHAPE, DLA_ERR_DTYPE, DLA_ERR_FORMAT;
+ * an unformatted slope takes y's labels) or an error tensor (passed on); a step
  * that had to shrink below 16 eps(t), or more than max_steps attempts
  * (DLA_ERR_STATE: the tolerances cannot be met, or y stopped being
- * finite). The result belongs to the current scope. */
+ * finite); a solution or slope that is not finite where a step starts (a
+ * NaN in y0 or theta) fails at the first attempt, DLA_ERR_STATE. The
+ * result belongs to the current scope. */
 DLA_API dla_tensor *dla_ode45(dla_ode_function fn, void *ctx, int nt, const double *tspan,
                               dla_tensor *y0, int ntheta, dla_tensor *const *theta,
                               const dla_ode_options *opts);
