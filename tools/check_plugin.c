@@ -141,11 +141,24 @@ static const char *find_plugin(const options *o, char *real, size_t size)
     }
     snprintf(real, size, "%s", r);
     free(r);
-    char folder[PATH_MAX + 8];
-    snprintf(folder, sizeof folder, "%s", real);
-    char *slash = strrchr(folder, '/');
-    if (slash)
+    /* The folder the manifest is named in, not its real file's: a
+     * symbolic link's relative library_path is joined to the link's
+     * folder, as discovery does for every program (taken from the real
+     * file's folder, a link whose library no program finds passed). */
+    char given[PATH_MAX];
+    snprintf(given, sizeof given, "%s", o->manifest);
+    char *slash = strrchr(given, '/');
+    if (slash == given)
+        given[1] = '\0';
+    else if (slash)
         *slash = '\0';
+    else
+        snprintf(given, sizeof given, ".");
+    char folder[PATH_MAX];
+    if (!realpath(given, folder)) {
+        fprintf(stderr, "dlaccel check-plugin: %s: its folder cannot be read\n", o->manifest);
+        return NULL;
+    }
     const char *old = getenv("DLACCEL_PLUGIN_PATH");
     char *path = malloc(strlen(folder) + (old ? strlen(old) : 0) + 2);
     if (!path)
