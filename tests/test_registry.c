@@ -407,6 +407,34 @@ static void invalid_json_is_skipped_naming_line_and_column(void **state)
     assert_good_still_loads();
 }
 
+/* A UTF-8 byte order mark (Notepad's) is passed over: the manifest reads,
+ * and a problem after it is placed as the editor shows it. It was "invalid
+ * JSON at line 1, column 1: a value expected" in a file that looks right. */
+static void byte_order_mark_is_passed_over(void **state)
+{
+    char text[2 * PATH_MAX];
+    strf(text, sizeof text,
+         "\xEF\xBB\xBF{\"file_format_version\": \"1.0.0\",\n"
+         " \"plugin\": {\"name\": \"good\", \"library_path\": \"%s\",\n"
+         "            \"abi_version\": \"1.0\", \"priority\": 5}}\n",
+         fake("fake_good"));
+    write_file(dir, "good.json", text);
+    write_file(dir, "late.json", "\xEF\xBB\xBF{\"file_format_version\": 1.0}");
+    capture_begin();
+    dla_device_count();
+    capture_end();
+    assert_string_equal(manifest_at(path_in(dir, "late.json")).reason,
+                        "field 'file_format_version': expected a string, found a real number");
+    write_file(dir, "late.json", "\xEF\xBB\xBF{,}");
+    dla__registry_reset();
+    capture_begin();
+    dla_device_count();
+    capture_end();
+    assert_contains(manifest_at(path_in(dir, "late.json")).reason,
+                    "invalid JSON at line 1, column 2:");
+    assert_good_still_loads();
+}
+
 static void missing_field_is_skipped_naming_the_field(void **state)
 {
     good_manifest(dir);
@@ -949,6 +977,7 @@ int main(void)
         T(device_supports_needs_the_member_and_the_plugins_yes),
         T(table_past_the_plugins_struct_size_reads_as_null),
         T(invalid_json_is_skipped_naming_line_and_column),
+        T(byte_order_mark_is_passed_over),
         T(missing_field_is_skipped_naming_the_field),
         T(field_of_the_wrong_type_or_form_is_skipped_naming_it),
         T(unknown_file_format_major_is_skipped_and_newer_minor_read),
