@@ -270,6 +270,12 @@ static dla_status plugin_list_devices(struct dla__plugin *p)
                            dla_status_str(st), plugin_message());
     if (n < 0)
         return plugin_fail(p, 1, DLA_LOG_WARN, "%s: device_count answered %d", lib, n);
+    /* A count no machine has is a plugin's bug (an unset int), not a
+     * reason to fail everyone: its slots, asked for, were "default device:
+     * out of memory" with the cpu plugin ready, and no device at all. */
+    if (n > DLA__PLUGIN_DEVICES_MAX)
+        return plugin_fail(p, 1, DLA_LOG_WARN, "%s: device_count answered %d (at most %d)", lib,
+                           n, DLA__PLUGIN_DEVICES_MAX);
     if (n == 0) {
         /* A plugin may say why (set by host->error, status DLA_OK). */
         if (dla_last_error()[0])

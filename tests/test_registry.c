@@ -647,6 +647,27 @@ static void plugin_without_devices_is_skipped_after_its_shutdown(void **state)
     assert_good_still_loads();
 }
 
+/* A plugin answering a device count no machine has fails alone: its slots,
+ * asked for, were "default device: out of memory", no device at all. */
+static void plugin_with_an_absurd_device_count_fails_alone(void **state)
+{
+    good_manifest(dir);
+    plugin_manifest(dir, "many.json", "many", fake("fake_nodevice"), "1.0", 10);
+    setenv("DLA_FAKE_DEVICE_COUNT", "1073741824", 1);
+    capture_begin();
+    dla_device *dev = dla_device_default();
+    const char *err = dev ? "" : dla_last_error();
+    const char *log = capture_end();
+    unsetenv("DLA_FAKE_DEVICE_COUNT");
+    if (!dev)
+        fail_msg("no default device: %s", err);
+    assert_string_equal(dla_device_name(dev), "good:0");
+    dla_manifest_info info = manifest_at(path_in(dir, "many.json"));
+    assert_int_equal(info.state, DLA_MANIFEST_FAILED);
+    assert_contains(info.reason, "device_count answered 1073741824 (at most 1024)");
+    assert_contains(log, "plugin 'many' (");
+}
+
 /* ---------------------------------------------------------- duplicates */
 
 static void same_folder_listed_twice_reads_each_manifest_once(void **state)
@@ -988,6 +1009,7 @@ int main(void)
         T(abi_major_answered_by_plugin_is_refused),
         T(init_failure_reports_the_plugins_message),
         T(plugin_without_devices_is_skipped_after_its_shutdown),
+        T(plugin_with_an_absurd_device_count_fails_alone),
         T(same_folder_listed_twice_reads_each_manifest_once),
         T(symlinked_manifest_is_read_once),
         T(second_manifest_with_a_taken_name_is_skipped),
