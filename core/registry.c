@@ -365,7 +365,7 @@ static dla_status plugin_load(struct dla__plugin *p)
     dla__log(DLA_LOG_INFO, "plugin '%s': calling %s of %s (host ABI %d.%d)", p->m.name,
              DLA_PLUGIN_INIT_SYMBOL, lib, DLA_PLUGIN_ABI_MAJOR, DLA_PLUGIN_ABI_MINOR);
     char crumb[4200];
-    dla__breadcrumb_drop(p->m.name, lib, crumb, sizeof crumb);
+    dla__breadcrumb_drop(p->m.name, lib, "init", crumb, sizeof crumb);
     dla_clear_error();
     dla_status st = init(&p->host, &p->table);
     dla__breadcrumb_pick(crumb);
@@ -427,7 +427,16 @@ static dla_status plugin_load(struct dla__plugin *p)
     if (missing)
         return plugin_fail(p, 1, DLA_LOG_WARN, "%s: required member %s is NULL", lib, missing);
 
-    if ((st = plugin_list_devices(p)) != DLA_OK) {
+    /* The GPU plugins first call their driver here (cuda's
+     * cudaGetDeviceCount, opencl's ICD loader), not in init: named and
+     * breadcrumbed the same way. */
+    dla__log(DLA_LOG_INFO, "plugin '%s': listing the devices of %s (device_count, device_info)",
+             p->m.name, lib);
+    dla__breadcrumb_drop(p->m.name, lib, "device listing (device_count, device_info)", crumb,
+                         sizeof crumb);
+    st = plugin_list_devices(p);
+    dla__breadcrumb_pick(crumb);
+    if (st != DLA_OK) {
         if (st == DLA_ERR_OUT_OF_MEMORY)
             plugin_unload(p, 1);
         return st;
