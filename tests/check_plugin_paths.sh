@@ -1,11 +1,16 @@
 #!/bin/sh
-# dlaccel check-plugin loads the plugin of a manifest as every program
+# Which plugins dlaccel check-plugin compares.
+#
+# 1-2. It loads the plugin of a manifest as every program
 # does: a manifest that is a symbolic link has its relative library_path
 # taken from the link's folder (discovery reads the folder the link is in;
 # docs/plugins.md, section 2), never from its target's. check-plugin once
 # put the target's folder on the path, so it passed a link whose library
 # no program could load, and failed one that loads. Each layout's verdict
-# must be that of `DLACCEL_DEVICE=mine dlaccel devices`. TAP.
+# must be that of `DLACCEL_DEVICE=mine dlaccel devices`.
+# 3. A plugin named cpu (a replacement of the installed one) is its own
+# oracle, since one manifest answers to a name: said, with the cpu plugin
+# it shadows, instead of a bare "every case passed". TAP.
 tool="$DLA_TEST_BUILDDIR/tools/dlaccel"
 plugins="$DLA_TEST_BUILDDIR/plugins.d"
 cpulib="$DLA_TEST_BUILDDIR/plugins/cpu/.libs/libdlaccel-cpu.so"
@@ -14,7 +19,7 @@ trap 'rm -rf "$tmp"' EXIT
 unset DLACCEL_DEVICE DLACCEL_PLUGINS_DISABLE DLACCEL_LOG
 DLACCEL_PLUGIN_PATH=$plugins
 export DLACCEL_PLUGIN_PATH
-echo "1..2"
+echo "1..3"
 n=0
 # layout NAME WHERE: the manifest in $tmp/NAME/real, linked from
 # $tmp/NAME/link, its library (relative) beside the real file or the link.
@@ -42,3 +47,16 @@ layout() {
 }
 layout a real
 layout b link
+
+n=$((n + 1))
+mkdir "$tmp/cpu"
+sed -e "s|\"library_path\": \"[^\"]*\"|\"library_path\": \"$cpulib\"|" "$plugins/cpu.json" >"$tmp/cpu/cpu.json"
+"$tool" check-plugin --kernel fill --cases 2 "$tmp/cpu/cpu.json" >"$tmp/check.out" 2>&1
+status=$?
+if [ $status -eq 0 ] && grep -q "^note: plugin 'cpu' is its own oracle" "$tmp/check.out" &&
+    grep -qF "note: it shadows the cpu plugin of $plugins/cpu.json, which is not the oracle" "$tmp/check.out"; then
+    echo "ok $n - a replacement cpu plugin is said to be its own oracle, naming the one it shadows"
+else
+    echo "not ok $n - a replacement cpu plugin checked against itself without a word (exit $status)"
+    sed 's/^/# /' "$tmp/check.out" | head -n 10
+fi
