@@ -606,6 +606,35 @@ static dla_status env_copy(const char *name, char **out)
     return *out ? DLA_OK : DLA_ERR_OUT_OF_MEMORY;
 }
 
+/* DLACCEL_PLUGINS_DISABLE entries that cannot be a plugin's name
+ * ([a-z0-9_-], 1 to DLA__PLUGIN_NAME_MAX characters: "cuda:1", "OpenCL")
+ * disable nothing: said, rather than running with the plugin meant. A
+ * well-formed name no manifest has is fine (a script's DISABLE=cuda on a
+ * machine without it). */
+static void check_disable_entries(const char *list)
+{
+    for (const char *p = list; p && *p;) {
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        const char *end = p;
+        while (*end && *end != ',')
+            end++;
+        const char *last = end;
+        while (last > p && (last[-1] == ' ' || last[-1] == '\t'))
+            last--;
+        int ok = last > p && last - p <= DLA__PLUGIN_NAME_MAX;
+        for (const char *c = p; ok && c < last; c++)
+            ok = (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_' || *c == '-';
+        if (!ok && last > p)
+            dla__log(DLA_LOG_WARN,
+                     "DLACCEL_PLUGINS_DISABLE entry '%.*s' is not a plugin name ([a-z0-9_-], as "
+                     "manifests name plugins; a device cannot be disabled alone): it disables "
+                     "nothing",
+                     (int)(last - p), p);
+        p = end;
+    }
+}
+
 static dla_status discover(void)
 {
     const char *path = secure_getenv("DLACCEL_PLUGIN_PATH");
@@ -617,6 +646,7 @@ static dla_status discover(void)
     if (st != DLA_OK)
         return st;
     dla__breadcrumb_report();
+    check_disable_entries(reg.env_disable);
     dla__log(DLA_LOG_DEBUG, "discovery: DLACCEL_PLUGIN_PATH=%s, installed folder %s, %d folder(s) to search",
              path ? path : "(unset)", DLACCEL_PLUGINS_DIR, reg.folder_count);
     for (int i = 0; i < reg.folder_count && st == DLA_OK; i++) {

@@ -847,6 +847,25 @@ static void device_entry_with_an_index_the_plugin_lacks_fails(void **state)
     assert_contains(dla_last_error(), "dla_device_get: 'good:1': plugin 'good' has no device 1");
 }
 
+/* An entry that cannot be a plugin's name (a device, a capital) disables
+ * nothing, and says so; a well-formed unknown name ("other") is quiet. */
+static void disable_entry_that_is_no_plugin_name_is_named(void **state)
+{
+    good_manifest(dir);
+    setenv("DLACCEL_PLUGINS_DISABLE", "good:0, Good ,other", 1);
+    capture_begin();
+    dla_device *dev = dla_device_default();
+    const char *log = capture_end();
+    assert_non_null(dev);
+    assert_string_equal(dla_device_name(dev), "good:0");
+    assert_contains(log, "dlaccel[warn]: DLACCEL_PLUGINS_DISABLE entry 'good:0' is not a plugin "
+                         "name");
+    assert_contains(log, "DLACCEL_PLUGINS_DISABLE entry 'Good' is not a plugin name");
+    assert_contains(log, "it disables nothing");
+    if (strstr(log, "entry 'other'"))
+        fail_msg("a well-formed name was warned about:\n%s", log);
+}
+
 static void disabled_plugin_is_skipped_and_named_as_disabled(void **state)
 {
     good_manifest(dir);
@@ -1020,6 +1039,7 @@ int main(void)
         T(device_list_naming_a_failing_plugin_reports_its_failure),
         T(device_entry_with_an_index_the_plugin_lacks_fails),
         T(disabled_plugin_is_skipped_and_named_as_disabled),
+        T(disable_entry_that_is_no_plugin_name_is_named),
         T(highest_priority_wins_with_ties_in_discovery_order),
         T(registry_reset_reads_the_environment_again),
         T(current_device_is_per_thread_and_defaults_to_default),
