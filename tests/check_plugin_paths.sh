@@ -10,7 +10,9 @@
 # must be that of `DLACCEL_DEVICE=mine dlaccel devices`.
 # 3. A plugin named cpu (a replacement of the installed one) is its own
 # oracle, since one manifest answers to a name: said, with the cpu plugin
-# it shadows, instead of a bare "every case passed". TAP.
+# it shadows, instead of a bare "every case passed".
+# 4. A manifest in a folder whose name has a ':' (which the colon-separated
+# path cannot hold) is said to be that, not "not a .json file?". TAP.
 tool="$DLA_TEST_BUILDDIR/tools/dlaccel"
 plugins="$DLA_TEST_BUILDDIR/plugins.d"
 cpulib="$DLA_TEST_BUILDDIR/plugins/cpu/.libs/libdlaccel-cpu.so"
@@ -19,7 +21,7 @@ trap 'rm -rf "$tmp"' EXIT
 unset DLACCEL_DEVICE DLACCEL_PLUGINS_DISABLE DLACCEL_LOG
 DLACCEL_PLUGIN_PATH=$plugins
 export DLACCEL_PLUGIN_PATH
-echo "1..3"
+echo "1..4"
 n=0
 # layout NAME WHERE: the manifest in $tmp/NAME/real, linked from
 # $tmp/NAME/link, its library (relative) beside the real file or the link.
@@ -58,5 +60,17 @@ if [ $status -eq 0 ] && grep -q "^note: plugin 'cpu' is its own oracle" "$tmp/ch
     echo "ok $n - a replacement cpu plugin is said to be its own oracle, naming the one it shadows"
 else
     echo "not ok $n - a replacement cpu plugin checked against itself without a word (exit $status)"
+    sed 's/^/# /' "$tmp/check.out" | head -n 10
+fi
+
+n=$((n + 1))
+mkdir "$tmp/a:b"
+cp "$tmp/cpu/cpu.json" "$tmp/a:b/cpu.json"
+"$tool" check-plugin --kernel fill --cases 2 "$tmp/a:b/cpu.json" >"$tmp/check.out" 2>&1
+status=$?
+if [ $status -eq 1 ] && grep -qF "its folder $tmp/a:b has a ':', which DLACCEL_PLUGIN_PATH cannot hold" "$tmp/check.out"; then
+    echo "ok $n - a manifest in a folder with a ':' is refused for that reason"
+else
+    echo "not ok $n - a manifest in a folder with a ':' (exit $status)"
     sed 's/^/# /' "$tmp/check.out" | head -n 10
 fi

@@ -159,6 +159,15 @@ static const char *find_plugin(const options *o, char *real, size_t size)
         fprintf(stderr, "dlaccel check-plugin: %s: its folder cannot be read\n", o->manifest);
         return NULL;
     }
+    /* The path is colon-separated: such a folder would be two (it was
+     * "not found by discovery (not a .json file?)"). */
+    if (strchr(folder, ':')) {
+        fprintf(stderr,
+                "dlaccel check-plugin: %s: its folder %s has a ':', which DLACCEL_PLUGIN_PATH "
+                "cannot hold (its folders are separated by ':'): no program would find it there\n",
+                o->manifest, folder);
+        return NULL;
+    }
     const char *old = getenv("DLACCEL_PLUGIN_PATH");
     char *path = malloc(strlen(folder) + (old ? strlen(old) : 0) + 2);
     if (!path)
