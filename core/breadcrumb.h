@@ -19,7 +19,8 @@
 /* Writes the breadcrumb for plugin name (library lib) before a call into
  * it, stage naming the call as the warning will ("init"; "device listing
  * (device_count, device_info)": where the GPU plugins first touch their
- * driver), and puts its path in path (size bytes). Returns 0, or -1 when
+ * driver; "device_open (cuda:0)": where cuda makes its context), and puts
+ * its path in path (size bytes). Returns 0, or -1 when
  * there is no usable folder or the file cannot be written (logged at
  * debug; the call goes ahead without one, and path is empty). */
 int dla__breadcrumb_drop(const char *name, const char *lib, const char *stage, char *path,

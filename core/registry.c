@@ -455,9 +455,17 @@ static dla_status device_open(device_slot *s)
     if (s->open_status != DLA_OK)
         return s->open_status;
     const dla_plugin *t = s->dev.table;
+    const struct dla__plugin *p = s->dev.plugin;
     void *ctx = NULL;
+    /* Where a GPU plugin makes its context (cuda's cudaSetDevice and
+     * stream): named and breadcrumbed as init and the device listing are. */
+    char stage[96], crumb[4200];
+    snprintf(stage, sizeof stage, "device_open (%s)", s->dev.name);
+    dla__log(DLA_LOG_INFO, "device %s: calling device_open of %s", s->dev.name, p->m.library);
+    dla__breadcrumb_drop(p->m.name, p->m.library, stage, crumb, sizeof crumb);
     dla_clear_error();
     dla_status st = t->device_open(s->dev.index, &ctx);
+    dla__breadcrumb_pick(crumb);
     if (st != DLA_OK) {
         setf(s->open_error, sizeof s->open_error, "device %s: device_open failed (%s): %s",
                  s->dev.name, dla_status_str(st), plugin_message());
