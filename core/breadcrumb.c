@@ -65,7 +65,8 @@ static int crumb_dir(char *buf, size_t size, int create)
     return n > 0 && (size_t)n < size && usable_dir(buf, create);
 }
 
-int dla__breadcrumb_drop(const char *name, const char *lib, char *path, size_t size)
+int dla__breadcrumb_drop(const char *name, const char *lib, const char *stage, char *path,
+                         size_t size)
 {
     char dir[4096];
     path[0] = '\0';
@@ -82,7 +83,7 @@ int dla__breadcrumb_drop(const char *name, const char *lib, char *path, size_t s
     }
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     char text[8192];
-    int len = snprintf(text, sizeof text, "%s\n%s\n", name, lib);
+    int len = snprintf(text, sizeof text, "%s\n%s\n%s\n", name, lib, stage);
     if (fd < 0 || len < 0 || (size_t)len >= sizeof text || write(fd, text, (size_t)len) != len) {
         dla__log(DLA_LOG_DEBUG, "plugin '%s': cannot write the init breadcrumb %s: %s", name, path,
                  strerror(errno));
@@ -94,7 +95,7 @@ int dla__breadcrumb_drop(const char *name, const char *lib, char *path, size_t s
         return -1;
     }
     close(fd);
-    dla__log(DLA_LOG_DEBUG, "plugin '%s': init breadcrumb %s", name, path);
+    dla__log(DLA_LOG_DEBUG, "plugin '%s': %s breadcrumb %s", name, stage, path);
     return 0;
 }
 
@@ -125,16 +126,23 @@ static void report_one(const char *dir, const char *file)
         text[got > 0 ? got : 0] = '\0';
         close(fd);
     }
-    char *lib = strchr(text, '\n');
+    /* name, library, stage: one a line (no stage: a breadcrumb of init,
+     * as every one was before the device listing had its own). */
+    char *lib = strchr(text, '\n'), *stage = NULL;
     if (lib) {
         *lib++ = '\0';
-        lib[strcspn(lib, "\n")] = '\0';
+        stage = strchr(lib, '\n');
+        if (stage) {
+            *stage++ = '\0';
+            stage[strcspn(stage, "\n")] = '\0';
+        }
     }
     if (text[0])
         dla__log(DLA_LOG_WARN,
-                 "plugin '%s' (%s) crashed during its init in an earlier run (process %ld): "
+                 "plugin '%s' (%s) crashed during its %s in an earlier run (process %ld): "
                  "if it does again, DLACCEL_PLUGINS_DISABLE=%s skips it",
-                 text, lib && *lib ? lib : "library unknown", pid, text);
+                 text, lib && *lib ? lib : "library unknown", stage && *stage ? stage : "init",
+                 pid, text);
     unlink(path);
 }
 

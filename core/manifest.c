@@ -449,14 +449,21 @@ static dla_status read_file(const char *path, json_t **root, char *reason, size_
         dla__free(text);
         return DLA_ERR_PLUGIN;
     }
+    /* A UTF-8 byte order mark, which some editors write and none shows,
+     * is passed over as RFC 8259 allows: read as text it was "invalid
+     * JSON at line 1, column 1: a value expected", in a file that looks
+     * right. Lines and columns count from after it, as an editor does. */
+    const char *json = text;
+    if (len >= 3 && memcmp(json, "\xEF\xBB\xBF", 3) == 0)
+        json += 3, len -= 3;
     char why[160];
     size_t at = 0;
-    dla_status st = dla__json_read(text, len, root, why, sizeof why, &at);
+    dla_status st = dla__json_read(json, len, root, why, sizeof why, &at);
     if (st == DLA_ERR_IO) {
         /* Line and column, 1-based, as a user's editor shows them. */
         int line = 1, column = 1;
         for (size_t i = 0; i < at && i < len; i++, column++)
-            if (text[i] == '\n')
+            if (json[i] == '\n')
                 line++, column = 0;
         snprintf(reason, size, "invalid JSON at line %d, column %d: %s", line, column, why);
         st = DLA_ERR_PLUGIN;

@@ -20,6 +20,9 @@
 
 /* Room for a reason string ("field 'plugin.name': missing"). */
 #define DLA__REASON_MAX 512
+/* Devices one plugin may offer (device_count's answer); past it the
+ * plugin is skipped (plugin.h, device_count). */
+#define DLA__PLUGIN_DEVICES_MAX 1024
 
 /* A folder of the search path. */
 typedef struct dla__search_folder {

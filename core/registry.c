@@ -276,6 +276,12 @@ static dla_status plugin_list_devices(struct dla__plugin *p)
                            dla_status_str(st), plugin_message());
     if (n < 0)
         return plugin_fail(p, 1, DLA_LOG_WARN, "%s: device_count answered %d", lib, n);
+    /* A count no machine has is a plugin's bug (an unset int), not a
+     * reason to fail everyone: its slots, asked for, were "default device:
+     * out of memory" with the cpu plugin ready, and no device at all. */
+    if (n > DLA__PLUGIN_DEVICES_MAX)
+        return plugin_fail(p, 1, DLA_LOG_WARN, "%s: device_count answered %d (at most %d)", lib,
+                           n, DLA__PLUGIN_DEVICES_MAX);
     if (n == 0) {
         /* A plugin may say why (set by host->error, status DLA_OK). */
         if (dla_last_error()[0])
@@ -365,7 +371,7 @@ static dla_status plugin_load(struct dla__plugin *p)
     dla__log(DLA_LOG_INFO, "plugin '%s': calling %s of %s (host ABI %d.%d)", p->m.name,
              DLA_PLUGIN_INIT_SYMBOL, lib, DLA_PLUGIN_ABI_MAJOR, DLA_PLUGIN_ABI_MINOR);
     char crumb[4200];
-    dla__breadcrumb_drop(p->m.name, lib, crumb, sizeof crumb);
+    dla__breadcrumb_drop(p->m.name, lib, "init", crumb, sizeof crumb);
     dla_clear_error();
     dla_status st = init(&p->host, &p->table);
     dla__breadcrumb_pick(crumb);
@@ -427,7 +433,16 @@ static dla_status plugin_load(struct dla__plugin *p)
     if (missing)
         return plugin_fail(p, 1, DLA_LOG_WARN, "%s: required member %s is NULL", lib, missing);
 
-    if ((st = plugin_list_devices(p)) != DLA_OK) {
+    /* The GPU plugins first call their driver here (cuda's
+     * cudaGetDeviceCount, opencl's ICD loader), not in init: named and
+     * breadcrumbed the same way. */
+    dla__log(DLA_LOG_INFO, "plugin '%s': listing the devices of %s (device_count, device_info)",
+             p->m.name, lib);
+    dla__breadcrumb_drop(p->m.name, lib, "device listing (device_count, device_info)", crumb,
+                         sizeof crumb);
+    st = plugin_list_devices(p);
+    dla__breadcrumb_pick(crumb);
+    if (st != DLA_OK) {
         if (st == DLA_ERR_OUT_OF_MEMORY)
             plugin_unload(p, 1);
         return st;
@@ -446,9 +461,17 @@ static dla_status device_open(device_slot *s)
     if (s->open_status != DLA_OK)
         return s->open_status;
     const dla_plugin *t = s->dev.table;
+    const struct dla__plugin *p = s->dev.plugin;
     void *ctx = NULL;
+    /* Where a GPU plugin makes its context (cuda's cudaSetDevice and
+     * stream): named and breadcrumbed as init and the device listing are. */
+    char stage[96], crumb[4200];
+    snprintf(stage, sizeof stage, "device_open (%s)", s->dev.name);
+    dla__log(DLA_LOG_INFO, "device %s: calling device_open of %s", s->dev.name, p->m.library);
+    dla__breadcrumb_drop(p->m.name, p->m.library, stage, crumb, sizeof crumb);
     dla_clear_error();
     dla_status st = t->device_open(s->dev.index, &ctx);
+    dla__breadcrumb_pick(crumb);
     if (st != DLA_OK) {
         setf(s->open_error, sizeof s->open_error, "device %s: device_open failed (%s): %s",
                  s->dev.name, dla_status_str(st), plugin_message());
@@ -597,6 +620,35 @@ static dla_status env_copy(const char *name, char **out)
     return *out ? DLA_OK : DLA_ERR_OUT_OF_MEMORY;
 }
 
+/* DLACCEL_PLUGINS_DISABLE entries that cannot be a plugin's name
+ * ([a-z0-9_-], 1 to DLA__PLUGIN_NAME_MAX characters: "cuda:1", "OpenCL")
+ * disable nothing: said, rather than running with the plugin meant. A
+ * well-formed name no manifest has is fine (a script's DISABLE=cuda on a
+ * machine without it). */
+static void check_disable_entries(const char *list)
+{
+    for (const char *p = list; p && *p;) {
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        const char *end = p;
+        while (*end && *end != ',')
+            end++;
+        const char *last = end;
+        while (last > p && (last[-1] == ' ' || last[-1] == '\t'))
+            last--;
+        int ok = last > p && last - p <= DLA__PLUGIN_NAME_MAX;
+        for (const char *c = p; ok && c < last; c++)
+            ok = (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_' || *c == '-';
+        if (!ok && last > p)
+            dla__log(DLA_LOG_WARN,
+                     "DLACCEL_PLUGINS_DISABLE entry '%.*s' is not a plugin name ([a-z0-9_-], as "
+                     "manifests name plugins; a device cannot be disabled alone): it disables "
+                     "nothing",
+                     (int)(last - p), p);
+        p = end;
+    }
+}
+
 static dla_status discover(void)
 {
     const char *path = secure_getenv("DLACCEL_PLUGIN_PATH");
@@ -608,6 +660,7 @@ static dla_status discover(void)
     if (st != DLA_OK)
         return st;
     dla__breadcrumb_report();
+    check_disable_entries(reg.env_disable);
     dla__log(DLA_LOG_DEBUG, "discovery: DLACCEL_PLUGIN_PATH=%s, installed folder %s, %d folder(s) to search",
              path ? path : "(unset)", DLACCEL_PLUGINS_DIR, reg.folder_count);
     for (int i = 0; i < reg.folder_count && st == DLA_OK; i++) {

@@ -57,6 +57,11 @@ tests_test_registry_LDFLAGS = $(OPENMP_CFLAGS)
 
 TESTS += tests/test_registry tests/tool_devices.sh
 EXTRA_DIST += tests/tool_devices.sh
+# Which plugins check-plugin compares: a symlinked manifest's library taken
+# from the link's folder, as discovery does; a plugin named cpu said to be
+# its own oracle.
+TESTS += tests/check_plugin_paths.sh
+EXTRA_DIST += tests/check_plugin_paths.sh
 # plugin.priority_by_type: the default device by device type (testmem).
 TESTS += tests/device_priority.sh
 EXTRA_DIST += tests/device_priority.sh

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1485,6 +1486,35 @@ static void test_export_with_a_small_limit_makes_no_empty_folder(void **state)
     rm_tree(top);
 }
 
+/* An export into a folder an earlier export filled with other files
+ * (another --split or a larger --limit) fails, naming them: it exited 0,
+ * and a datastore over the folder read the old files with the new ones
+ * (10 test images and 290 train images, as "the test split"). The same
+ * export again is fine. */
+static void test_export_over_another_export_fails(void **state)
+{
+    (void)state;
+    const char *build = getenv("DLA_TEST_BUILDDIR");
+    if (access(DLA_FASHION_MNIST_DIR "/train-labels-idx1-ubyte.gz", F_OK) != 0 || !build) {
+        skip();
+    }
+    const char *top = path_of("fmnist_over");
+    rm_tree(top);
+    char cmd[1024];
+    const char *fmt = "timeout 120 '%s/tools/dlaccel' export-images %s '%s' >/dev/null 2>&1";
+    snprintf(cmd, sizeof cmd, fmt, build, "--limit 30", top);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, fmt, build, "--limit 30", top);
+    assert_int_equal(system(cmd), 0); /* the same files again */
+    snprintf(cmd, sizeof cmd, fmt, build, "--split test --limit 10", top);
+    const int st = system(cmd);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 1);
+    snprintf(cmd, sizeof cmd, fmt, build, "--limit 10", top);
+    assert_int_not_equal(system(cmd), 0); /* 20 more than asked for */
+    rm_tree(top);
+}
+
 /* `dlaccel export-images --limit 300` read back: the pixels and labels of
  * the IDX files, once the IDX order is restored from the file names. */
 static void test_exported_fashion_mnist_reads_back_as_the_idx_files(void **state)
@@ -1827,6 +1857,7 @@ int main(void)
         TU_TEST(test_misuse_is_refused),
         TU_TEST(test_exported_fashion_mnist_reads_back_as_the_idx_files),
         TU_TEST(test_export_with_a_small_limit_makes_no_empty_folder),
+        TU_TEST(test_export_over_another_export_fails),
         TU_TEST(test_trainnet_from_a_datastore_matches_training_from_memory),
         TU_TEST(test_trainnet_names_a_corrupt_file),
         TU_TEST(test_minibatchpredict_refuses_a_skipped_file),

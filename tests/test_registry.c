@@ -407,6 +407,34 @@ static void invalid_json_is_skipped_naming_line_and_column(void **state)
     assert_good_still_loads();
 }
 
+/* A UTF-8 byte order mark (Notepad's) is passed over: the manifest reads,
+ * and a problem after it is placed as the editor shows it. It was "invalid
+ * JSON at line 1, column 1: a value expected" in a file that looks right. */
+static void byte_order_mark_is_passed_over(void **state)
+{
+    char text[2 * PATH_MAX];
+    strf(text, sizeof text,
+         "\xEF\xBB\xBF{\"file_format_version\": \"1.0.0\",\n"
+         " \"plugin\": {\"name\": \"good\", \"library_path\": \"%s\",\n"
+         "            \"abi_version\": \"1.0\", \"priority\": 5}}\n",
+         fake("fake_good"));
+    write_file(dir, "good.json", text);
+    write_file(dir, "late.json", "\xEF\xBB\xBF{\"file_format_version\": 1.0}");
+    capture_begin();
+    dla_device_count();
+    capture_end();
+    assert_string_equal(manifest_at(path_in(dir, "late.json")).reason,
+                        "field 'file_format_version': expected a string, found a real number");
+    write_file(dir, "late.json", "\xEF\xBB\xBF{,}");
+    dla__registry_reset();
+    capture_begin();
+    dla_device_count();
+    capture_end();
+    assert_contains(manifest_at(path_in(dir, "late.json")).reason,
+                    "invalid JSON at line 1, column 2:");
+    assert_good_still_loads();
+}
+
 static void missing_field_is_skipped_naming_the_field(void **state)
 {
     good_manifest(dir);
@@ -619,6 +647,27 @@ static void plugin_without_devices_is_skipped_after_its_shutdown(void **state)
     assert_good_still_loads();
 }
 
+/* A plugin answering a device count no machine has fails alone: its slots,
+ * asked for, were "default device: out of memory", no device at all. */
+static void plugin_with_an_absurd_device_count_fails_alone(void **state)
+{
+    good_manifest(dir);
+    plugin_manifest(dir, "many.json", "many", fake("fake_nodevice"), "1.0", 10);
+    setenv("DLA_FAKE_DEVICE_COUNT", "1073741824", 1);
+    capture_begin();
+    dla_device *dev = dla_device_default();
+    const char *err = dev ? "" : dla_last_error();
+    const char *log = capture_end();
+    unsetenv("DLA_FAKE_DEVICE_COUNT");
+    if (!dev)
+        fail_msg("no default device: %s", err);
+    assert_string_equal(dla_device_name(dev), "good:0");
+    dla_manifest_info info = manifest_at(path_in(dir, "many.json"));
+    assert_int_equal(info.state, DLA_MANIFEST_FAILED);
+    assert_contains(info.reason, "device_count answered 1073741824 (at most 1024)");
+    assert_contains(log, "plugin 'many' (");
+}
+
 /* ---------------------------------------------------------- duplicates */
 
 static void same_folder_listed_twice_reads_each_manifest_once(void **state)
@@ -798,6 +847,25 @@ static void device_entry_with_an_index_the_plugin_lacks_fails(void **state)
     assert_contains(dla_last_error(), "dla_device_get: 'good:1': plugin 'good' has no device 1");
 }
 
+/* An entry that cannot be a plugin's name (a device, a capital) disables
+ * nothing, and says so; a well-formed unknown name ("other") is quiet. */
+static void disable_entry_that_is_no_plugin_name_is_named(void **state)
+{
+    good_manifest(dir);
+    setenv("DLACCEL_PLUGINS_DISABLE", "good:0, Good ,other", 1);
+    capture_begin();
+    dla_device *dev = dla_device_default();
+    const char *log = capture_end();
+    assert_non_null(dev);
+    assert_string_equal(dla_device_name(dev), "good:0");
+    assert_contains(log, "dlaccel[warn]: DLACCEL_PLUGINS_DISABLE entry 'good:0' is not a plugin "
+                         "name");
+    assert_contains(log, "DLACCEL_PLUGINS_DISABLE entry 'Good' is not a plugin name");
+    assert_contains(log, "it disables nothing");
+    if (strstr(log, "entry 'other'"))
+        fail_msg("a well-formed name was warned about:\n%s", log);
+}
+
 static void disabled_plugin_is_skipped_and_named_as_disabled(void **state)
 {
     good_manifest(dir);
@@ -949,6 +1017,7 @@ int main(void)
         T(device_supports_needs_the_member_and_the_plugins_yes),
         T(table_past_the_plugins_struct_size_reads_as_null),
         T(invalid_json_is_skipped_naming_line_and_column),
+        T(byte_order_mark_is_passed_over),
         T(missing_field_is_skipped_naming_the_field),
         T(field_of_the_wrong_type_or_form_is_skipped_naming_it),
         T(unknown_file_format_major_is_skipped_and_newer_minor_read),
@@ -959,6 +1028,7 @@ int main(void)
         T(abi_major_answered_by_plugin_is_refused),
         T(init_failure_reports_the_plugins_message),
         T(plugin_without_devices_is_skipped_after_its_shutdown),
+        T(plugin_with_an_absurd_device_count_fails_alone),
         T(same_folder_listed_twice_reads_each_manifest_once),
         T(symlinked_manifest_is_read_once),
         T(second_manifest_with_a_taken_name_is_skipped),
@@ -969,6 +1039,7 @@ int main(void)
         T(device_list_naming_a_failing_plugin_reports_its_failure),
         T(device_entry_with_an_index_the_plugin_lacks_fails),
         T(disabled_plugin_is_skipped_and_named_as_disabled),
+        T(disable_entry_that_is_no_plugin_name_is_named),
         T(highest_priority_wins_with_ties_in_discovery_order),
         T(registry_reset_reads_the_environment_again),
         T(current_device_is_per_thread_and_defaults_to_default),

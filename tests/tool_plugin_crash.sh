@@ -23,7 +23,7 @@ printf '{"file_format_version": "1.0.0", "plugin": {"name": "crash",\n' >"$tmp/m
 printf ' "library_path": "%s", "abi_version": "1.0"}}\n' "$lib" >>"$tmp/m/crash.json"
 crumbs() { ls "$tmp/cache/dlaccel" 2>/dev/null | grep -c '^init-.*\.crumb$'; }
 
-echo "1..5"
+echo "1..9"
 n=0
 # verdict DESCRIPTION CONDITION-OK PATTERN...: ok when the condition held
 # ("yes") and each pattern is in $tmp/out (a leading ! : is not).
@@ -71,3 +71,35 @@ printf 'busy\n/some/lib.so\n' >"$tmp/cache/dlaccel/init-$$.crumb"
 DLACCEL_PLUGINS_DISABLE=crash "$tool" devices >"$tmp/out" 2>&1
 ok=yes; [ -f "$tmp/cache/dlaccel/init-$$.crumb" ] || { echo "# the live process's breadcrumb was removed"; ok=no; }
 verdict "another process's init in progress is not taken for a crash" $ok "!plugin 'busy'"
+
+# 6. A crash in device_count, after an init that returned (where the cuda
+# plugin's cudaGetDeviceCount and the opencl plugin's ICD loader first
+# call a driver): named at info just before, and breadcrumbed too.
+rm -f "$tmp/cache/dlaccel/init-$$.crumb"
+DLA_FAKE_CRASH_IN=device_count DLACCEL_LOG=info "$tool" devices >"$tmp/out" 2>&1
+status=$?
+ok=yes; [ $status -gt 128 ] || { echo "# exit status $status, expected death by a signal"; ok=no; }
+[ "$(crumbs)" -eq 1 ] || { echo "# $(crumbs) breadcrumbs in $tmp/cache/dlaccel"; ok=no; }
+verdict "a crash in device_count leaves a breadcrumb, the plugin named at info just before" $ok \
+    "plugin 'crash': listing the devices of $lib (device_count, device_info)"
+
+# 7. The next start says where it crashed.
+DLACCEL_PLUGINS_DISABLE=crash "$tool" devices >"$tmp/out" 2>&1
+ok=yes; [ "$(crumbs)" -eq 0 ] || { echo "# the breadcrumb is still there"; ok=no; }
+verdict "the next start warns that the plugin crashed listing its devices" $ok \
+    "dlaccel[warn]: plugin 'crash' ($lib) crashed during its device listing (device_count, device_info) in an earlier run"
+
+# 8. A crash in device_open (where the cuda plugin makes its context, at
+# the device's first use): named at info just before, and breadcrumbed.
+DLA_FAKE_CRASH_IN=device_open DLACCEL_DEVICE=crash DLACCEL_LOG=info "$tool" devices >"$tmp/out" 2>&1
+status=$?
+ok=yes; [ $status -gt 128 ] || { echo "# exit status $status, expected death by a signal"; ok=no; }
+[ "$(crumbs)" -eq 1 ] || { echo "# $(crumbs) breadcrumbs in $tmp/cache/dlaccel"; ok=no; }
+verdict "a crash in device_open leaves a breadcrumb, the device named at info just before" $ok \
+    "device crash:0: calling device_open of $lib"
+
+# 9. The next start says which device's opening crashed.
+DLACCEL_PLUGINS_DISABLE=crash "$tool" devices >"$tmp/out" 2>&1
+ok=yes; [ "$(crumbs)" -eq 0 ] || { echo "# the breadcrumb is still there"; ok=no; }
+verdict "the next start warns that the plugin crashed opening its device" $ok \
+    "dlaccel[warn]: plugin 'crash' ($lib) crashed during its device_open (crash:0) in an earlier run"

@@ -141,11 +141,33 @@ static const char *find_plugin(const options *o, char *real, size_t size)
     }
     snprintf(real, size, "%s", r);
     free(r);
-    char folder[PATH_MAX + 8];
-    snprintf(folder, sizeof folder, "%s", real);
-    char *slash = strrchr(folder, '/');
-    if (slash)
+    /* The folder the manifest is named in, not its real file's: a
+     * symbolic link's relative library_path is joined to the link's
+     * folder, as discovery does for every program (taken from the real
+     * file's folder, a link whose library no program finds passed). */
+    char given[PATH_MAX];
+    snprintf(given, sizeof given, "%s", o->manifest);
+    char *slash = strrchr(given, '/');
+    if (slash == given)
+        given[1] = '\0';
+    else if (slash)
         *slash = '\0';
+    else
+        snprintf(given, sizeof given, ".");
+    char folder[PATH_MAX];
+    if (!realpath(given, folder)) {
+        fprintf(stderr, "dlaccel check-plugin: %s: its folder cannot be read\n", o->manifest);
+        return NULL;
+    }
+    /* The path is colon-separated: such a folder would be two (it was
+     * "not found by discovery (not a .json file?)"). */
+    if (strchr(folder, ':')) {
+        fprintf(stderr,
+                "dlaccel check-plugin: %s: its folder %s has a ':', which DLACCEL_PLUGIN_PATH "
+                "cannot hold (its folders are separated by ':'): no program would find it there\n",
+                o->manifest, folder);
+        return NULL;
+    }
     const char *old = getenv("DLACCEL_PLUGIN_PATH");
     char *path = malloc(strlen(folder) + (old ? strlen(old) : 0) + 2);
     if (!path)
@@ -322,6 +344,24 @@ int dla_tool_check_plugin(int argc, char **argv)
                "kernel, seed %llu\n",
                o.manifest, name, ndev, ndev == 1 ? "" : "s", dla_device_name(oracle), o.cases,
                (unsigned long long)o.seed);
+    /* A plugin named cpu is the oracle too: the registry lets one manifest
+     * answer to a name, so a replacement cpu plugin (a folder before the
+     * installed one, as DLACCEL_PLUGIN_PATH allows) was compared with
+     * itself, and "every case passed" said nothing of the reference's
+     * results. Said, with the manifests it shadows. */
+    if (strcmp(name, "cpu") == 0) {
+        const char *c = o.tap ? "# " : "";
+        printf("%snote: plugin 'cpu' is its own oracle: the cases check that its results agree "
+               "with themselves (threads, views, retries), not with another cpu plugin\n",
+               c);
+        for (int i = 0; i < dla_manifest_count(); i++) {
+            dla_manifest_info m = {.struct_size = sizeof m};
+            if (dla_manifest_get(i, &m) == DLA_OK && strcmp(m.plugin, "cpu") == 0 &&
+                m.state == DLA_MANIFEST_DUPLICATE && strstr(m.reason, "already taken"))
+                printf("%snote: it shadows the cpu plugin of %s, which is not the oracle\n", c,
+                       m.path);
+        }
+    }
     int test = 0, failures = 0;
     for (int d = 0; d < ndev; d++) {
         cf_device dut = cf_device_of(devs[d]), ref = cf_device_of(oracle);

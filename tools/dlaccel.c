@@ -75,7 +75,10 @@ static const dla_tool_command commands[] = {
      "\"9_Ankle_boot\" so that their sorted order is the label order, and the\n"
      "files named by their index in the IDX file. This is the folder tree an\n"
      "image datastore reads with labels from folder names (docs/data.md).\n"
-     "--limit N writes only the first N images.",
+     "--limit N writes only the first N images. An OUTDIR whose class folders\n"
+     "hold PNG files this export does not write (an earlier export's) is an\n"
+     "error, exit status 1, nothing written: a datastore would read them with\n"
+     "the new ones.",
      dla_tool_export_images},
     {"version", "", "print the library and plugin ABI versions",
      "Prints the version of libdlaccel and the plugin ABI it speaks.", cmd_version},

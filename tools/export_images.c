@@ -11,6 +11,7 @@
  */
 #include "tools/commands.h"
 
+#include <dirent.h>
 #include <dlaccel.h>
 #include <errno.h>
 #include <png.h>
@@ -81,6 +82,39 @@ static int write_png(const char *path, const unsigned char *px, int h, int w)
     return ok ? 0 : -1;
 }
 
+/* PNG files in OUTDIR's class folders that this run does not write (file
+ * i of class k is written when labels[i] == k): an earlier export's, into
+ * the same folder with another --split, --limit or --dir. They would be
+ * read with the new ones, as images of their folder's class, so the tree
+ * is not the split asked for. Names the first and returns the count. */
+static long long stale_files(const char *out, const int32_t *labels, int64_t n)
+{
+    long long stale = 0;
+    char path[4096], name[64];
+    for (int k = 0; k < DLA_FASHION_MNIST_CLASSES; k++) {
+        folder_name(k, name, sizeof name);
+        snprintf(path, sizeof path, "%s/%s", out, name);
+        DIR *d = opendir(path);
+        if (!d)
+            continue;
+        for (struct dirent *e; (e = readdir(d)) != NULL;) {
+            const size_t len = strlen(e->d_name);
+            if (len < 5 || strcmp(e->d_name + len - 4, ".png") != 0)
+                continue;
+            char *end;
+            const long long i = strtoll(e->d_name, &end, 10);
+            if (end != e->d_name && strcmp(end, ".png") == 0 && i >= 0 && i < n &&
+                labels[i] == k)
+                continue;
+            if (stale++ == 0)
+                fprintf(stderr, "dlaccel export-images: %s/%s is not a file of this export\n",
+                        path, e->d_name);
+        }
+        closedir(d);
+    }
+    return stale;
+}
+
 int dla_tool_export_images(int argc, char **argv)
 {
     const char *split = "train", *dir = NULL, *out = NULL;
@@ -128,6 +162,17 @@ int dla_tool_export_images(int argc, char **argv)
     if (!px || !labels || dla_tensor_to_host(x, px, (size_t)(n * h * w)) != DLA_OK ||
         dla_tensor_to_host(t, labels, sizeof *labels * (size_t)n) != DLA_OK) {
         fprintf(stderr, "dlaccel export-images: cannot read the images: %s\n", dla_last_error());
+        rc = DLA_TOOL_FAILED;
+    }
+    /* Checked before anything is written, so a refused export leaves the
+     * tree as it found it. */
+    long long stale = rc == DLA_TOOL_OK ? stale_files(out, labels, n) : 0;
+    if (stale > 0) {
+        fprintf(stderr,
+                "dlaccel export-images: %s holds %lld PNG file%s in its class folders that this "
+                "export would not write (an earlier one's?): a datastore would read them as "
+                "well; export into an empty folder (nothing written)\n",
+                out, stale, stale == 1 ? "" : "s");
         rc = DLA_TOOL_FAILED;
     }
     char path[4096], name[64];

@@ -706,7 +706,9 @@ typedef struct dla_plugin {
 
     /* -- devices -- */
     /* Number of devices this plugin offers now; 0 is valid (the core then
-     * logs "no device" and skips the plugin). Required. */
+     * logs "no device" and skips the plugin), and so is anything up to
+     * 1024 (more, or less than 0, is a failure: the plugin is skipped).
+     * Required. */
     dla_status (*device_count)(int *count);
     /* Describes device index (0-based) into info (whose struct_size the host
      * sets). Required. */

@@ -1,0 +1,76 @@
+#!/bin/sh
+# Which plugins dlaccel check-plugin compares.
+#
+# 1-2. It loads the plugin of a manifest as every program
+# does: a manifest that is a symbolic link has its relative library_path
+# taken from the link's folder (discovery reads the folder the link is in;
+# docs/plugins.md, section 2), never from its target's. check-plugin once
+# put the target's folder on the path, so it passed a link whose library
+# no program could load, and failed one that loads. Each layout's verdict
+# must be that of `DLACCEL_DEVICE=mine dlaccel devices`.
+# 3. A plugin named cpu (a replacement of the installed one) is its own
+# oracle, since one manifest answers to a name: said, with the cpu plugin
+# it shadows, instead of a bare "every case passed".
+# 4. A manifest in a folder whose name has a ':' (which the colon-separated
+# path cannot hold) is said to be that, not "not a .json file?". TAP.
+tool="$DLA_TEST_BUILDDIR/tools/dlaccel"
+plugins="$DLA_TEST_BUILDDIR/plugins.d"
+cpulib="$DLA_TEST_BUILDDIR/plugins/cpu/.libs/libdlaccel-cpu.so"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dla-cplink-XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+unset DLACCEL_DEVICE DLACCEL_PLUGINS_DISABLE DLACCEL_LOG
+DLACCEL_PLUGIN_PATH=$plugins
+export DLACCEL_PLUGIN_PATH
+echo "1..4"
+n=0
+# layout NAME WHERE: the manifest in $tmp/NAME/real, linked from
+# $tmp/NAME/link, its library (relative) beside the real file or the link.
+layout() {
+    name=$1 where=$2
+    n=$((n + 1))
+    mkdir -p "$tmp/$name/real" "$tmp/$name/link"
+    printf '{"file_format_version": "1.0.0", "plugin": {"name": "mine",\n' >"$tmp/$name/real/mine.json"
+    printf ' "library_path": "libdlaccel-mine.so", "abi_version": "1.9"}}\n' >>"$tmp/$name/real/mine.json"
+    ln -s "$tmp/$name/real/mine.json" "$tmp/$name/link/mine.json"
+    ln -s "$cpulib" "$tmp/$name/$where/libdlaccel-mine.so"
+    DLACCEL_PLUGIN_PATH="$tmp/$name/link:$plugins" DLACCEL_DEVICE=mine "$tool" devices \
+        >"$tmp/devices.out" 2>&1
+    loads=$?
+    timeout 300 "$tool" check-plugin --kernel fill --cases 2 "$tmp/$name/link/mine.json" \
+        >"$tmp/check.out" 2>&1
+    checked=$?
+    if [ "$loads" -eq "$checked" ]; then
+        echo "ok $n - library beside the $where: check-plugin exits $checked, as a program finds it (devices: $loads)"
+    else
+        echo "not ok $n - library beside the $where: check-plugin exits $checked, dlaccel devices $loads"
+        sed 's/^/# /' "$tmp/check.out" | head -n 10
+        grep -i "mine" "$tmp/devices.out" | sed 's/^/# /' | head -n 10
+    fi
+}
+layout a real
+layout b link
+
+n=$((n + 1))
+mkdir "$tmp/cpu"
+sed -e "s|\"library_path\": \"[^\"]*\"|\"library_path\": \"$cpulib\"|" "$plugins/cpu.json" >"$tmp/cpu/cpu.json"
+"$tool" check-plugin --kernel fill --cases 2 "$tmp/cpu/cpu.json" >"$tmp/check.out" 2>&1
+status=$?
+if [ $status -eq 0 ] && grep -q "^note: plugin 'cpu' is its own oracle" "$tmp/check.out" &&
+    grep -qF "note: it shadows the cpu plugin of $plugins/cpu.json, which is not the oracle" "$tmp/check.out"; then
+    echo "ok $n - a replacement cpu plugin is said to be its own oracle, naming the one it shadows"
+else
+    echo "not ok $n - a replacement cpu plugin checked against itself without a word (exit $status)"
+    sed 's/^/# /' "$tmp/check.out" | head -n 10
+fi
+
+n=$((n + 1))
+mkdir "$tmp/a:b"
+cp "$tmp/cpu/cpu.json" "$tmp/a:b/cpu.json"
+"$tool" check-plugin --kernel fill --cases 2 "$tmp/a:b/cpu.json" >"$tmp/check.out" 2>&1
+status=$?
+if [ $status -eq 1 ] && grep -qF "its folder $tmp/a:b has a ':', which DLACCEL_PLUGIN_PATH cannot hold" "$tmp/check.out"; then
+    echo "ok $n - a manifest in a folder with a ':' is refused for that reason"
+else
+    echo "not ok $n - a manifest in a folder with a ':' (exit $status)"
+    sed 's/^/# /' "$tmp/check.out" | head -n 10
+fi
