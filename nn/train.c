@@ -699,6 +699,31 @@ static dla_status ds_first_targets(const trainer *tr, const dla_train_data *d, c
     return st;
 }
 
+/* The steps of observation o (one sequence): along its own T when it is
+ * labeled, else along the T of fmt, the labels the queue gives it. */
+static int64_t obs_steps(dla_tensor *o, const char *fmt)
+{
+    const int own = dla_tensor_find_dim(o, 'T');
+    const char *t = strchr(fmt, 'T');
+    return own ? dla_tensor_dim(o, own) : dla_tensor_dim(o, (int)(t - fmt) + 1);
+}
+
+/* Whether the datastore's sequence targets line up with their predictors
+ * step for step: when the first observation's do (fmts, the labels the
+ * queue gives its two outputs, both with T). A network whose output has
+ * another number of steps than its input (a strided convolution or
+ * pooling over T, a custom layer) has targets of its output's steps,
+ * which the predictors' cannot check. */
+static int ds_steps_align(const trainer *tr, const dla_train_data *d, const char *const *fmts)
+{
+    dla_tensor *o[DLA__DS_MAX] = {NULL};
+    if (dla__ds_first_obs(d->datastore, o, tr->fn) != DLA_OK)
+        return 1; /* the queue's first batch names the failure */
+    const int same = obs_steps(o[0], fmts[0]) == obs_steps(o[1], fmts[1]);
+    dla__ds_drop(d->datastore->nout, o);
+    return same;
+}
+
 /* A batch of a datastore's targets, checked as the tensor path checks all
  * its targets before training: one int32 class number in 0..K-1 per
  * observation when the first observation's were such (tr->classify), else
@@ -713,7 +738,10 @@ static dla_status check_ds_batch(const trainer *tr, int val, int64_t index, dla_
     snprintf(what, sizeof what, "%s: the datastore's mini-batch %lld",
              val && strcmp(tr->fn, "dla_testnet") ? "ValidationData" : "data", (long long)index);
     if (tr->classify && tr->seq_targets)
-        return renamed(dla__train_check_step_classes(what, t, m, tr->classes), NULL);
+        return renamed(dla__train_check_step_classes(
+                           what, t, m && dla_tensor_numel(m) == dla_tensor_numel(t) ? m : NULL,
+                           tr->classes, tr->o.sequence_padding_value),
+                       NULL);
     const int xb = dla_tensor_find_dim(x, 'B');
     const int64_t n = xb ? dla_tensor_dim(x, xb) : dla_tensor_dim(x, dla_tensor_ndims(x));
     if (tr->classify && (dla_tensor_dtype(t) != DLA_I32 || dla_tensor_numel(t) != n)) {
@@ -886,7 +914,7 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
     /* Sequence targets in the datastore line up with their predictors
      * step for step, as target_sequences are checked to. */
     const int align = dst && ds_fmts[0] && strchr(ds_fmts[0], 'T') && ds_fmts[1] &&
-                      strchr(ds_fmts[1], 'T');
+                      strchr(ds_fmts[1], 'T') && ds_steps_align(tr, d, ds_fmts);
     dla_status st = align ? dla__mbq_create_aligned(1, in, &mo, q)
                           : dla_mbq_create(dst ? 1 : 2, in, &mo, q);
     if (st != DLA_OK) {
