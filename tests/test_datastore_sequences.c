@@ -324,6 +324,19 @@ static void test_a_padding_value_the_dtype_cannot_hold_is_refused(void **state)
         dla_scope_end();
         dla_mbq_free(q);
     }
+    /* Cut to the shortest, nothing is padded: the value is never stored
+     * (it was refused all the same). */
+    dla_mbq *q;
+    assert_ok(dla_mbq_create(1, &(dla_mbq_input){.datastore = ds, .format = "CBT"},
+                             &(dla_mbq_options){.mini_batch_size = 3,
+                                                .sequence = {.length = "shortest",
+                                                             .padding_value = 0.5}},
+                             &q));
+    dla_scope_begin();
+    dla_tensor *b;
+    assert_ok(dla_mbq_next(q, 1, &b));
+    dla_scope_end();
+    dla_mbq_free(q);
     dla_datastore_free(ds);
 }
 

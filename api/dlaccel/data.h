@@ -676,9 +676,9 @@ typedef struct dla_mbq_input {
      * values; cast first, when a cast is given, so that the padding value
      * is kept as that dtype holds it; a padding value the padded dtype
      * cannot hold exactly, such as 0.5 for int32 or -1 for uint8, is
-     * refused); with mask, the 1 x B x T logical mask of the first such
-     * output follows it (DLA_ERR_INVALID_ARGUMENT when no format has a
-     * T). */
+     * refused, but with length "shortest", which pads nothing); with
+     * mask, the 1 x B x T logical mask of the first such output follows
+     * it (DLA_ERR_INVALID_ARGUMENT when no format has a T). */
     dla_datastore *datastore;
     const char *const *formats;
     const char *const *casts;
