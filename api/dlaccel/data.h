@@ -601,8 +601,9 @@ DLA_API dla_status dla_combine(int n, dla_datastore *const *ds, dla_datastore **
  * in order). */
 typedef struct dla_custom_datastore {
     int num_outputs;                  /* 1..DLA_DATASTORE_MAX_OUTPUTS */
-    /* Observations: >= 0, or -1 when unknown (read in order only; a queue
-     * cannot take it). Required with read_at. */
+    /* Observations: >= 0, or -1 when unknown (read in order only: a queue,
+     * trainnet, testnet and minibatchpredict read it through once to count
+     * it, so it must end). Required with read_at. */
     int64_t num_observations;
     /* Observation i (0..num_observations-1) into out[0..n-1]. */
     dla_status (*read_at)(void *ctx, int64_t i, int n, dla_tensor **out);
