@@ -2266,11 +2266,14 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
     st = check_in_order(&tr, data);
     if (st == DLA_OK)
         st = dla__train_check_paths(&tr.o);
-    st = dla__train_par_agree(&tr.par, st, "checking the options");
+    /* Counted before the ranks agree: a read that fails on one rank's
+     * copy left it returning while the others went on to set-up's
+     * collectives. */
     if (st == DLA_OK)
         st = learn_count(data, tr.fn);
     if (st == DLA_OK)
         st = learn_count(tr.o.validation_data, tr.fn);
+    st = dla__train_par_agree(&tr.par, st, "checking the options");
     if (st != DLA_OK)
         return st;
     tr.loss = loss;
