@@ -653,6 +653,15 @@ static dla_status renamed(dla_status st, const char *fn)
     return dla_set_error(st, "%s%s%s", fn ? fn : "", fn ? ": " : "", body);
 }
 
+/* The steps of observation o (one sequence): along its own T when it is
+ * labeled, else along the T of fmt, the labels the queue gives it. */
+static int64_t obs_steps(dla_tensor *o, const char *fmt)
+{
+    const int own = dla_tensor_find_dim(o, 'T');
+    const char *t = strchr(fmt, 'T');
+    return own ? dla_tensor_dim(o, own) : dla_tensor_dim(o, (int)(t - fmt) + 1);
+}
+
 /* The targets of the datastore's first observation (its second output):
  * class numbers when one int32, else responses (the tensor path's rule,
  * per observation); with check, checked against tr->classify (the
@@ -679,8 +688,14 @@ static dla_status ds_first_targets(const trainer *tr, const dla_train_data *d, c
     const int cdim = dla_tensor_find_dim(t, 'C');
     const int64_t channels = dla_tensor_dim(t, cdim ? cdim : 1);
     const int i32 = dla_tensor_dtype(t) == DLA_I32;
+    /* A single value beside predictors of one step is that step's class
+     * too: data whose first sequence is one step long were refused. */
+    int64_t in_dims[DLA_MAX_DIMS];
+    char in_fmt[DLA_MAX_DIMS + 1] = "";
+    dla_net_input_activation(tr->net, 0, in_dims, in_fmt);
+    const int one_step = strchr(in_fmt, 'T') && obs_steps(o[0], in_fmt) == 1;
     *per_step = i32 && channels == 1 && tr->classes > 1 && strchr(tr->out_format, 'T') &&
-                (dla_tensor_numel(t) > 1 || dla_tensor_find_dim(t, 'T'));
+                (dla_tensor_numel(t) > 1 || dla_tensor_find_dim(t, 'T') || one_step);
     *classify = i32 && (dla_tensor_numel(t) == 1 || *per_step);
     snprintf(format, DLA_MAX_DIMS + 1, "%s", dla_tensor_format(t));
     char w[192];
@@ -697,15 +712,6 @@ static dla_status ds_first_targets(const trainer *tr, const dla_train_data *d, c
                      tr->fn);
     dla__ds_drop(d->datastore->nout, o);
     return st;
-}
-
-/* The steps of observation o (one sequence): along its own T when it is
- * labeled, else along the T of fmt, the labels the queue gives it. */
-static int64_t obs_steps(dla_tensor *o, const char *fmt)
-{
-    const int own = dla_tensor_find_dim(o, 'T');
-    const char *t = strchr(fmt, 'T');
-    return own ? dla_tensor_dim(o, own) : dla_tensor_dim(o, (int)(t - fmt) + 1);
 }
 
 /* Whether the datastore's sequence targets line up with their predictors

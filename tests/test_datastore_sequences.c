@@ -656,12 +656,13 @@ static void test_trainnet_classes_per_step_from_a_datastore(void **state)
 /* Observation i: a 2 x 1 x (3 + i % 4) sequence and its class numbers
  * per step (int32, i % 3 each); how says what is wrong: 1, observation
  * 3's targets are a step short; 2, observation 2's step 1 is class 5; 3,
- * one class per observation (1 x 1) for the network's sequence. */
+ * one class per observation (1 x 1) for the network's sequence; 4, none,
+ * but observation 0 is one step long (its class 1 x 1 as well). */
 static dla_status bad_steps_read_at(void *ctx, int64_t i, int n, dla_tensor **out)
 {
     (void)n;
     const int how = *(const int *)ctx;
-    const int64_t len = 3 + i % 4;
+    const int64_t len = how == 4 && i == 0 ? 1 : 3 + i % 4;
     float x[12];
     int32_t c[6];
     for (int k = 0; k < 12; k++)
@@ -684,7 +685,7 @@ static void test_classes_per_step_that_do_not_fit_are_refused(void **state)
 {
     (void)state;
     dla_net *net = sequence_net(2), *trained = NULL;
-    for (int how = 0; how < 4; how++) {
+    for (int how = 0; how < 5; how++) {
         dla_datastore *ds;
         assert_ok(dla_custom_datastore_create(
             &(dla_custom_datastore){.num_outputs = 2, .num_observations = 8,
@@ -695,7 +696,9 @@ static void test_classes_per_step_that_do_not_fit_are_refused(void **state)
         dla_status st = dla_trainnet(&(dla_train_data){.datastore = ds}, net,
                                      &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
                                      NULL);
-        if (how == 0) {
+        if (how == 0 || how == 4) {
+            /* 4: a first sequence of one step, its class a single value,
+             * was taken for one class per observation and refused. */
             assert_ok(st);
             dla_net_free(trained);
         } else {
