@@ -755,7 +755,8 @@ static void test_targets_of_an_output_with_other_steps_than_its_input(void **sta
     enum { N = 8 };
     for (int classes = 0; classes < 2; classes++) {
         dla_rng_seed(3);
-        dla_layer *l[] = {dla_sequence_input_layer(2, &(dla_sequence_input_options){.min_length = 8}),
+        const dla_sequence_input_options eight = {.min_length = 8};
+        dla_layer *l[] = {dla_sequence_input_layer(2, &eight),
                           dla_conv1d_layer(2, 4, &(dla_conv_layer_options){.stride = {2}}),
                           dla_relu_layer(NULL), dla_fc_layer(classes ? 3 : 1, NULL),
                           dla_softmax_layer(NULL)};
