@@ -670,7 +670,8 @@ static int64_t obs_steps(dla_tensor *o, const char *fmt)
  * batch: check_ds_batch). format (DLA_MAX_DIMS + 1 chars): their labels,
  * "" when they carry none. */
 static dla_status ds_first_targets(const trainer *tr, const dla_train_data *d, const char *what,
-                                   int check, int *classify, int *per_step, char *format)
+                                   int check, int *classify, int *per_step, char *format,
+                                   dla_dtype *dtype)
 {
     dla_tensor *o[DLA__DS_MAX] = {NULL};
     dla_status st = dla__ds_first_obs(d->datastore, o, tr->fn);
@@ -698,6 +699,7 @@ static dla_status ds_first_targets(const trainer *tr, const dla_train_data *d, c
                 (dla_tensor_numel(t) > 1 || dla_tensor_find_dim(t, 'T') || one_step);
     *classify = i32 && (dla_tensor_numel(t) == 1 || *per_step);
     snprintf(format, DLA_MAX_DIMS + 1, "%s", dla_tensor_format(t));
+    *dtype = dla_tensor_dtype(t);
     char w[192];
     snprintf(w, sizeof w, "%s: the datastore's observation 0", what);
     if (check && *classify != tr->classify)
@@ -814,8 +816,10 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
     const int dst = ds_targets(d);
     int ds_classify = 0, ds_per_step = 0;
     char ds_tfmt[DLA_MAX_DIMS + 1] = "";
+    dla_dtype ds_tdtype = DLA_F32;
     if (dst) {
-        dla_status fst = ds_first_targets(tr, d, what, 1, &ds_classify, &ds_per_step, ds_tfmt);
+        dla_status fst = ds_first_targets(tr, d, what, 1, &ds_classify, &ds_per_step, ds_tfmt,
+                                          &ds_tdtype);
         if (fst != DLA_OK)
             return fst;
     }
@@ -894,8 +898,15 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
                               : !*ds_tfmt && *tr->out_format ? tr->out_format
                                                              : NULL};
     /* Class numbers per step are padded as a list's target_sequences are:
-     * in single, with the padding value (one-hot as no class). */
-    const char *ds_casts[2] = {cast, ds_per_step ? "single" : NULL};
+     * in single, with the padding value (one-hot as no class). Integer
+     * or logical response sequences are padded in the network's dtype,
+     * which the loss takes them in anyway: SequencePaddingValue is the
+     * predictors' (-1 or 0.5, which uint8 and int32 do not hold, refused
+     * every batch naming casts trainnet has none of), and their padded
+     * steps are masked out. */
+    const int int_steps = ds_fmts[1] && strchr(ds_fmts[1], 'T') && ds_tdtype != DLA_F32 &&
+                          ds_tdtype != DLA_F64;
+    const char *ds_casts[2] = {cast, ds_per_step ? "single" : int_steps ? cast : NULL};
     dla_mbq_input in[2] = {
         /* Sequences come with their padding mask (the second output),
          * for the loss and metrics of sequence-to-sequence targets. */
@@ -1996,7 +2007,9 @@ static dla_status read_network(trainer *tr, const dla_train_data *data)
     if (ds_targets(data)) {
         char format[DLA_MAX_DIMS + 1];
         int per_step;
-        dla_status st = ds_first_targets(tr, data, "data", 0, &tr->classify, &per_step, format);
+        dla_dtype dtype;
+        dla_status st = ds_first_targets(tr, data, "data", 0, &tr->classify, &per_step, format,
+                                         &dtype);
         if (st != DLA_OK)
             return st;
         tr->seq_targets = per_step;

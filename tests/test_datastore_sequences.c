@@ -833,6 +833,62 @@ static void test_targets_of_an_output_with_other_steps_than_its_input(void **sta
     }
 }
 
+/* Observation i: a 2 x 1 x (3 + i % 4) sequence and one-hot responses
+ * per step, 3 x 1 x T, in single or (ctx nonzero) uint8. */
+static dla_status one_hot_read_at(void *ctx, int64_t i, int n, dla_tensor **out)
+{
+    (void)n;
+    const int64_t len = 3 + i % 4;
+    float x[12], yf[18];
+    uint8_t y[18];
+    for (int k = 0; k < 12; k++)
+        x[k] = (float)((k * 7 + i) % 5) - 2;
+    for (int t = 0; t < len; t++)
+        for (int c = 0; c < 3; c++)
+            yf[3 * t + c] = y[3 * t + c] = (uint8_t)(c == (t + i) % 3);
+    out[0] = dla_tensor_from_host(x, DLA_F32, "", DLA_DIMS(2, 1, len));
+    out[1] = *(const int *)ctx ? dla_tensor_from_host(y, DLA_U8, "", DLA_DIMS(3, 1, len))
+                               : dla_tensor_from_host(yf, DLA_F32, "", DLA_DIMS(3, 1, len));
+    return DLA_OK;
+}
+
+/* Response sequences of an integer dtype (uint8 one-hot per step) train
+ * as the same in single, with a SequencePaddingValue uint8 does not hold:
+ * the padding value is the predictors', their padded steps masked out;
+ * every batch was refused naming casts trainnet has none of ("sequences
+ * of uint8 are padded with -1, which uint8 does not hold ... cast the
+ * output"). */
+static void test_integer_response_sequences_take_any_padding_value(void **state)
+{
+    (void)state;
+    dla_net *net = sequence_net(2), *trained[2];
+    dla_training_info *info[2];
+    double tested[2];
+    for (int u8 = 0; u8 < 2; u8++) {
+        dla_datastore *ds;
+        assert_ok(dla_custom_datastore_create(
+            &(dla_custom_datastore){.num_outputs = 2, .num_observations = 8,
+                                    .read_at = one_hot_read_at, .ctx = &u8},
+            &ds));
+        dla_training_options o = {.verbose = -1, .max_epochs = 2, .mini_batch_size = 4,
+                                  .sequence_padding_value = -1};
+        dla_rng_seed(4);
+        assert_ok(dla_trainnet(&(dla_train_data){.datastore = ds}, net,
+                               &(dla_train_loss){.name = "crossentropy"}, &o, &trained[u8],
+                               &info[u8]));
+        assert_ok(dla_testnet(trained[u8], &(dla_train_data){.datastore = ds}, "crossentropy",
+                              NULL, &tested[u8]));
+        dla_datastore_free(ds);
+    }
+    assert_trained_alike(info[0], info[1], trained[0], trained[1]);
+    tu_assert_near(tested[1], tested[0], 0);
+    for (int k = 0; k < 2; k++) {
+        dla_training_info_free(info[k]);
+        dla_net_free(trained[k]);
+    }
+    dla_net_free(net);
+}
+
 /* The sequences alone (observation i of a list_ds's). */
 static dla_status sequence_read_at(void *ctx, int64_t i, int n, dla_tensor **out)
 {
@@ -1008,6 +1064,7 @@ int main(void)
         TU_TEST(test_trainnet_classes_per_step_from_a_datastore),
         TU_TEST(test_classes_per_step_that_do_not_fit_are_refused),
         TU_TEST(test_targets_of_an_output_with_other_steps_than_its_input),
+        TU_TEST(test_integer_response_sequences_take_any_padding_value),
         TU_TEST(test_trainnet_over_sequences_with_targets_in_memory),
         TU_TEST(test_trainnet_parallel_over_sequences_of_a_datastore),
     };
