@@ -689,12 +689,14 @@ static dla_status ds_first_targets(const trainer *tr, const dla_train_data *d, c
     const int cdim = dla_tensor_find_dim(t, 'C');
     const int64_t channels = dla_tensor_dim(t, cdim ? cdim : 1);
     const int i32 = dla_tensor_dtype(t) == DLA_I32;
-    /* A single value beside predictors of one step is that step's class
-     * too: data whose first sequence is one step long were refused. */
+    /* A single unlabeled value beside predictors of one step is that
+     * step's class too: data whose first sequence is one step long were
+     * refused. */
     int64_t in_dims[DLA_MAX_DIMS];
     char in_fmt[DLA_MAX_DIMS + 1] = "";
     dla_net_input_activation(tr->net, 0, in_dims, in_fmt);
-    const int one_step = strchr(in_fmt, 'T') && obs_steps(o[0], in_fmt) == 1;
+    const int one_step = !*dla_tensor_format(t) && strchr(in_fmt, 'T') &&
+                         obs_steps(o[0], in_fmt) == 1;
     *per_step = i32 && channels == 1 && tr->classes > 1 && strchr(tr->out_format, 'T') &&
                 (dla_tensor_numel(t) > 1 || dla_tensor_find_dim(t, 'T') || one_step);
     *classify = i32 && (dla_tensor_numel(t) == 1 || *per_step);
