@@ -117,7 +117,9 @@ DLA_API dla_status dla_combine(int n, dla_datastore *const *ds, dla_datastore **
             return dla_last_status();
         nout += ds[k]->nout;
         indexed &= dla__ds_indexed(ds[k]);
-        if (ds[k]->count < 0)
+        /* A count learned by reading an input through is no count of its
+         * source's, which may have changed since: unknown here too. */
+        if (ds[k]->count < 0 || ds[k]->count_learned)
             continue;
         if (first_known >= 0 && ds[k]->count != count)
             return dla__data_fail(DLA_ERR_SHAPE,
@@ -146,7 +148,7 @@ DLA_API dla_status dla_combine(int n, dla_datastore *const *ds, dla_datastore **
                                       op, j, k);
     /* A count is known when every input knows it. */
     for (int k = 0; k < n; k++)
-        if (ds[k]->count < 0)
+        if (ds[k]->count < 0 || ds[k]->count_learned)
             count = -1;
     combine_ds *c = dla__data_calloc(1, sizeof *c);
     if (!c)

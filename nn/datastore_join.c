@@ -135,7 +135,8 @@ static dla_status join_one(const dla_datastore *ds, int j, int64_t n, dla_tensor
                 dla_dtype_name(dla_tensor_dtype(t0)), fmt0,
                 tdim ? " but for its time steps" : "");
     }
-    if (tdim) {
+    /* Cut to the shortest, no sequence is padded: any value will do. */
+    if (tdim && how->rule->mode != DLA__SEQ_SHORTEST) {
         const dla_dtype pt = how->pad_as[j] ? (dla_dtype)(how->pad_as[j] - 1) : dla_tensor_dtype(t0);
         dla_status st = padding_fits(how->rule->padding_value, pt, ds, j, op);
         if (st != DLA_OK)

@@ -123,6 +123,9 @@ DLA_API dla_status dla_transform(dla_datastore *ds, int noutputs, dla_transform_
     if (r->nout == ds->nout)
         for (int j = 0; j < r->nout; j++)
             r->obs_dim[j] = ds->obs_dim[j];
+    /* A count learned by reading ds through may be stale by now: the
+     * transform's is learned afresh as ds's is (trainnet's rule). */
+    r->count_learned = ds->count_learned;
     t->in = dla__ds_retain(ds);
     t->fn = fn;
     t->ctx = ctx;

@@ -654,6 +654,15 @@ static dla_status renamed(dla_status st, const char *fn)
     return dla_set_error(st, "%s%s%s", fn ? fn : "", fn ? ": " : "", body);
 }
 
+/* The steps of observation o (one sequence): along its own T when it is
+ * labeled, else along the T of fmt, the labels the queue gives it. */
+static int64_t obs_steps(dla_tensor *o, const char *fmt)
+{
+    const int own = dla_tensor_find_dim(o, 'T');
+    const char *t = strchr(fmt, 'T');
+    return own ? dla_tensor_dim(o, own) : dla_tensor_dim(o, (int)(t - fmt) + 1);
+}
+
 /* The targets of the datastore's first observation (its second output):
  * class numbers when one int32, else responses (the tensor path's rule,
  * per observation); with check, checked against tr->classify (the
@@ -662,7 +671,8 @@ static dla_status renamed(dla_status st, const char *fn)
  * batch: check_ds_batch). format (DLA_MAX_DIMS + 1 chars): their labels,
  * "" when they carry none. */
 static dla_status ds_first_targets(const trainer *tr, const dla_train_data *d, const char *what,
-                                   int check, int *classify, int *per_step, char *format)
+                                   int check, int *classify, int *per_step, char *format,
+                                   dla_dtype *dtype)
 {
     dla_tensor *o[DLA__DS_MAX] = {NULL};
     dla_status st = dla__ds_first_obs(d->datastore, o, tr->fn);
@@ -680,10 +690,19 @@ static dla_status ds_first_targets(const trainer *tr, const dla_train_data *d, c
     const int cdim = dla_tensor_find_dim(t, 'C');
     const int64_t channels = dla_tensor_dim(t, cdim ? cdim : 1);
     const int i32 = dla_tensor_dtype(t) == DLA_I32;
+    /* A single unlabeled value beside predictors of one step is that
+     * step's class too: data whose first sequence is one step long were
+     * refused. */
+    int64_t in_dims[DLA_MAX_DIMS];
+    char in_fmt[DLA_MAX_DIMS + 1] = "";
+    dla_net_input_activation(tr->net, 0, in_dims, in_fmt);
+    const int one_step = !*dla_tensor_format(t) && strchr(in_fmt, 'T') &&
+                         obs_steps(o[0], in_fmt) == 1;
     *per_step = i32 && channels == 1 && tr->classes > 1 && strchr(tr->out_format, 'T') &&
-                (dla_tensor_numel(t) > 1 || dla_tensor_find_dim(t, 'T'));
+                (dla_tensor_numel(t) > 1 || dla_tensor_find_dim(t, 'T') || one_step);
     *classify = i32 && (dla_tensor_numel(t) == 1 || *per_step);
     snprintf(format, DLA_MAX_DIMS + 1, "%s", dla_tensor_format(t));
+    *dtype = dla_tensor_dtype(t);
     char w[192];
     snprintf(w, sizeof w, "%s: the datastore's observation 0", what);
     if (check && *classify != tr->classify)
@@ -700,6 +719,22 @@ static dla_status ds_first_targets(const trainer *tr, const dla_train_data *d, c
     return st;
 }
 
+/* Whether the datastore's sequence targets line up with their predictors
+ * step for step: when the first observation's do (fmts, the labels the
+ * queue gives its two outputs, both with T). A network whose output has
+ * another number of steps than its input (a strided convolution or
+ * pooling over T, a custom layer) has targets of its output's steps,
+ * which the predictors' cannot check. */
+static int ds_steps_align(const trainer *tr, const dla_train_data *d, const char *const *fmts)
+{
+    dla_tensor *o[DLA__DS_MAX] = {NULL};
+    if (dla__ds_first_obs(d->datastore, o, tr->fn) != DLA_OK)
+        return 1; /* the queue's first batch names the failure */
+    const int same = obs_steps(o[0], fmts[0]) == obs_steps(o[1], fmts[1]);
+    dla__ds_drop(d->datastore->nout, o);
+    return same;
+}
+
 /* A batch of a datastore's targets, checked as the tensor path checks all
  * its targets before training: one int32 class number in 0..K-1 per
  * observation when the first observation's were such (tr->classify), else
@@ -714,7 +749,10 @@ static dla_status check_ds_batch(const trainer *tr, int val, int64_t index, dla_
     snprintf(what, sizeof what, "%s: the datastore's mini-batch %lld",
              val && strcmp(tr->fn, "dla_testnet") ? "ValidationData" : "data", (long long)index);
     if (tr->classify && tr->seq_targets)
-        return renamed(dla__train_check_step_classes(what, t, m, tr->classes), NULL);
+        return renamed(dla__train_check_step_classes(
+                           what, t, m && dla_tensor_numel(m) == dla_tensor_numel(t) ? m : NULL,
+                           tr->classes, tr->o.sequence_padding_value),
+                       NULL);
     const int xb = dla_tensor_find_dim(x, 'B');
     const int64_t n = xb ? dla_tensor_dim(x, xb) : dla_tensor_dim(x, dla_tensor_ndims(x));
     if (tr->classify && (dla_tensor_dtype(t) != DLA_I32 || dla_tensor_numel(t) != n)) {
@@ -783,8 +821,10 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
     const int dst = ds_targets(d);
     int ds_classify = 0, ds_per_step = 0;
     char ds_tfmt[DLA_MAX_DIMS + 1] = "";
+    dla_dtype ds_tdtype = DLA_F32;
     if (dst) {
-        dla_status fst = ds_first_targets(tr, d, what, 1, &ds_classify, &ds_per_step, ds_tfmt);
+        dla_status fst = ds_first_targets(tr, d, what, 1, &ds_classify, &ds_per_step, ds_tfmt,
+                                          &ds_tdtype);
         if (fst != DLA_OK)
             return fst;
     }
@@ -877,8 +917,15 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
                               : !*ds_tfmt && *tr->out_format ? tr->out_format
                                                              : NULL};
     /* Class numbers per step are padded as a list's target_sequences are:
-     * in single, with the padding value (one-hot as no class). */
-    const char *ds_casts[2] = {cast, ds_per_step ? "single" : NULL};
+     * in single, with the padding value (one-hot as no class). Integer
+     * or logical response sequences are padded in the network's dtype,
+     * which the loss takes them in anyway: SequencePaddingValue is the
+     * predictors' (-1 or 0.5, which uint8 and int32 do not hold, refused
+     * every batch naming casts trainnet has none of), and their padded
+     * steps are masked out. */
+    const int int_steps = ds_fmts[1] && strchr(ds_fmts[1], 'T') && ds_tdtype != DLA_F32 &&
+                          ds_tdtype != DLA_F64;
+    const char *ds_casts[2] = {cast, ds_per_step ? "single" : int_steps ? cast : NULL};
     dla_mbq_input in[2] = {
         /* Sequences come with their padding mask (the second output),
          * for the loss and metrics of sequence-to-sequence targets. */
@@ -903,7 +950,7 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
     /* Sequence targets in the datastore line up with their predictors
      * step for step, as target_sequences are checked to. */
     const int align = dst && ds_fmts[0] && strchr(ds_fmts[0], 'T') && ds_fmts[1] &&
-                      strchr(ds_fmts[1], 'T');
+                      strchr(ds_fmts[1], 'T') && ds_steps_align(tr, d, ds_fmts);
     dla_status st = align ? dla__mbq_create_aligned(1, in, &mo, q)
                           : dla_mbq_create(dst ? 1 : 2, in, &mo, q);
     if (st != DLA_OK) {
@@ -2068,7 +2115,9 @@ static dla_status read_network(trainer *tr, const dla_train_data *data)
     if (ds_targets(data)) {
         char format[DLA_MAX_DIMS + 1];
         int per_step;
-        dla_status st = ds_first_targets(tr, data, "data", 0, &tr->classify, &per_step, format);
+        dla_dtype dtype;
+        dla_status st = ds_first_targets(tr, data, "data", 0, &tr->classify, &per_step, format,
+                                         &dtype);
         if (st != DLA_OK)
             return st;
         tr->seq_targets = per_step;
@@ -2348,11 +2397,14 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
     st = check_in_order(&tr, data);
     if (st == DLA_OK)
         st = dla__train_check_paths(&tr.o);
-    st = dla__train_par_agree(&tr.par, st, "checking the options");
+    /* Counted before the ranks agree: a read that fails on one rank's
+     * copy left it returning while the others went on to set-up's
+     * collectives. */
     if (st == DLA_OK)
         st = learn_count(data, tr.fn);
     if (st == DLA_OK)
         st = learn_count(tr.o.validation_data, tr.fn);
+    st = dla__train_par_agree(&tr.par, st, "checking the options");
     if (st != DLA_OK)
         return st;
     tr.loss = loss;

@@ -397,6 +397,38 @@ static void outputs_by_name_run_only_the_layers_they_need(void **state)
     dla_scope_end();
 }
 
+/* With the new state an output (forward), a layer with state after the
+ * output asked for still runs: its state is the whole network's. */
+static void outputs_by_name_in_forward_keep_the_state_of_later_layers(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_layer *l[] = {dla_feature_input_layer(2, &(dla_feature_input_options){.name = "in"}),
+                      dla_fc_layer(3, &(dla_fc_layer_options){.name = "fc"}),
+                      dla_batchnorm_layer(NULL),
+                      dla_fc_layer(2, &(dla_fc_layer_options){.name = "out"})};
+    dla_net *net = dla_net_create(4, l);
+    assert_non_null(net);
+    dla_rng_seed(2);
+    dla_tensor *x = dla_randn(DLA_F32, "CB", DLA_DIMS(2, 5));
+    assert_int_equal(dla_net_init(net, 1, &x), DLA_OK);
+    assert_int_equal(dla_net_state_count(net), 2);
+    for (int acc = 0; acc < 2; acc++) {
+        dla_net_set_accelerate(net, acc);
+        const dla_net_forward_options early = {.outputs = (const char *const[]){"fc"}};
+        dla_tensor *y, *part[2], *whole[2];
+        assert_int_equal(dla_net_forward(net, 1, &x, 1, &y, part, &early), DLA_OK);
+        assert_int_equal(dla_net_forward(net, 1, &x, 1, &y, whole, NULL), DLA_OK);
+        for (int i = 0; i < 2; i++) {
+            assert_true(max_abs_diff(part[i], whole[i]) == 0);
+            /* moved from its initial value (mean 0, variance 1) */
+            assert_true(max_abs_diff(part[i], dla_table_values(dla_net_state(net))[i]) > 0);
+        }
+    }
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 static void registering_checks_the_definition(void **state)
 {
     (void)state;
@@ -1191,6 +1223,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TU_TEST(registering_checks_the_definition),
         TU_TEST(outputs_by_name_run_only_the_layers_they_need),
+        TU_TEST(outputs_by_name_in_forward_keep_the_state_of_later_layers),
         TU_TEST(errors_name_the_layer),
         TU_TEST(bad_fans_and_an_orthogonal_of_three_dims_are_refused),
         TU_TEST(a_sequence_with_a_custom_layer_runs_and_has_its_learnables),

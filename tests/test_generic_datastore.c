@@ -1156,6 +1156,9 @@ static dla_datastore *class_ds(class_reader *r, dla_tensor *x, dla_tensor *t, in
     return ds;
 }
 
+static dla_status pass_both(void *ctx, int nin, dla_tensor *const *in, int nout,
+                            dla_tensor **out);
+
 /* MATLAB trains on a datastore that is neither shuffleable nor
  * partitionable in its order (Shuffle "never"): as on the arrays. */
 static void test_trainnet_over_a_datastore_read_in_order(void **state)
@@ -1267,6 +1270,24 @@ static void test_trainnet_over_a_datastore_of_unknown_count(void **state)
     assert_ok(dla_minibatchpredict(from_known, &tu, NULL, &p));
     assert_int_equal(dla_tensor_dim(p, 2), 50);
     assert_int_equal(dla_datastore_num_observations(unknown), 50);
+    /* What is made of it after that count takes it as learned, not given:
+     * counted afresh as the datastore is (a transform kept 50 and read 50
+     * of 60 without a word), and no count for a combination to refuse
+     * another's by (it refused 50 beside a datastore of 96, which it
+     * takes before the count was learned, reading while both have data). */
+    dla_datastore *tr, *both;
+    assert_ok(dla_transform(unknown, 0, pass_both, NULL, &tr));
+    ru.n = 60;
+    assert_ok(dla_minibatchpredict(from_known, &(dla_train_data){.datastore = tr}, NULL, &p));
+    assert_int_equal(dla_tensor_dim(p, 2), 60);
+    assert_ok(dla_combine(2, (dla_datastore *[]){unknown, known}, &both));
+    dla_mbq *cq;
+    assert_ok(dla_mbq_create(1, (dla_mbq_input[]){{.datastore = both}},
+                             &(dla_mbq_options){.mini_batch_size = 32}, &cq));
+    assert_int_equal(dla_mbq_num_observations(cq), 60);
+    dla_mbq_free(cq);
+    dla_datastore_free(both);
+    dla_datastore_free(tr);
     /* A queue made by hand counts it when it does not know it. */
     class_reader rq;
     dla_datastore *fresh = class_ds(&rq, x, t, 0);

@@ -606,8 +606,9 @@ DLA_API dla_status dla_combine(int n, dla_datastore *const *ds, dla_datastore **
  * in order). */
 typedef struct dla_custom_datastore {
     int num_outputs;                  /* 1..DLA_DATASTORE_MAX_OUTPUTS */
-    /* Observations: >= 0, or -1 when unknown (read in order only; a queue
-     * cannot take it). Required with read_at. */
+    /* Observations: >= 0, or -1 when unknown (read in order only: a queue,
+     * trainnet, testnet and minibatchpredict read it through once to count
+     * it, so it must end). Required with read_at. */
     int64_t num_observations;
     /* Observation i (0..num_observations-1) into out[0..n-1]. */
     dla_status (*read_at)(void *ctx, int64_t i, int n, dla_tensor **out);
@@ -681,9 +682,9 @@ typedef struct dla_mbq_input {
      * values; cast first, when a cast is given, so that the padding value
      * is kept as that dtype holds it; a padding value the padded dtype
      * cannot hold exactly, such as 0.5 for int32 or -1 for uint8, is
-     * refused); with mask, the 1 x B x T logical mask of the first such
-     * output follows it (DLA_ERR_INVALID_ARGUMENT when no format has a
-     * T). */
+     * refused, but with length "shortest", which pads nothing); with
+     * mask, the 1 x B x T logical mask of the first such output follows
+     * it (DLA_ERR_INVALID_ARGUMENT when no format has a T). */
     dla_datastore *datastore;
     const char *const *formats;
     const char *const *casts;
