@@ -5,6 +5,7 @@
  * callback that every kind with callbacks shares.
  */
 #include "core/handle.h" /* the handle checks (docs/checks.md) */
+#include "core/log.h"
 #include "nn/data_util.h"
 #include "nn/datastore.h"
 
@@ -142,7 +143,7 @@ dla_status dla__ds_learn_count(dla_datastore *ds, int again, const char *op)
     if (ds->count >= 0 && !(again && ds->count_learned))
         return DLA_OK;
     dla__ds_rewind(ds);
-    int64_t n = 0;
+    int64_t n = 0, next_word = 1000000;
     dla_status st = DLA_OK;
     while (st == DLA_OK && dla__ds_has_next(ds)) {
         if (n == INT32_MAX) {
@@ -151,6 +152,15 @@ dla_status dla__ds_learn_count(dla_datastore *ds, int again, const char *op)
                                 "than 2^31-1",
                                 op, ds->kind->name);
             break;
+        }
+        /* One whose hasdata never ends is never counted: say so as the
+         * reads pile up (at 10^6, 10^7, ...), rather than wait unseen. */
+        if (n >= 1000000 && n == next_word) {
+            dla__log(DLA_LOG_WARN,
+                     "%s: %lld observations of the %s read so far to count them; one whose "
+                     "hasdata never ends cannot be counted: give it num_observations",
+                     op, (long long)n, ds->kind->name);
+            next_word *= 10;
         }
         dla_tensor *out[DLA__DS_MAX];
         st = dla__ds_next_obs(ds, out, op);

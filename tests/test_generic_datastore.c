@@ -1318,6 +1318,37 @@ static void test_trainnet_over_a_datastore_of_unknown_count(void **state)
     dla_scope_end();
 }
 
+/* Counting a datastore whose hasdata does not end soon says so as the
+ * reads pile up (it waited unseen): at 10^6 reads, naming the remedy. */
+static void test_a_long_count_is_said(void **state)
+{
+    (void)state;
+    counter c = {.n = 1000001, .fail_at = -1};
+    dla_datastore *ds = counter_ds(&c, 0, 0);
+    fflush(stderr);
+    FILE *log = tmpfile();
+    assert_non_null(log);
+    const int saved = dup(2);
+    assert_true(saved >= 0 && dup2(fileno(log), 2) >= 0);
+    dla_mbq *q = NULL;
+    dla_status st = dla_mbq_create(1, (dla_mbq_input[]){{.datastore = ds}}, NULL, &q);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char text[2048];
+    rewind(log);
+    const size_t got = fread(text, 1, sizeof text - 1, log);
+    text[got] = '\0';
+    fclose(log);
+    assert_int_equal(st, DLA_OK);
+    assert_int_equal(dla_mbq_num_observations(q), 1000001);
+    if (!strstr(text, "1000000 observations of the custom datastore read so far to count them") ||
+        !strstr(text, "give it num_observations"))
+        fail_msg("the log: %s", text);
+    dla_mbq_free(q);
+    dla_datastore_free(ds);
+}
+
 /* Both networks' learnables, bit for bit. */
 static void assert_same_learnables(dla_net *a, dla_net *b)
 {
@@ -1691,6 +1722,7 @@ int main(void)
         TU_TEST(test_trainnet_over_a_datastore_trains_as_over_the_array),
         TU_TEST(test_trainnet_over_a_datastore_read_in_order),
         TU_TEST(test_trainnet_over_a_datastore_of_unknown_count),
+        TU_TEST(test_a_long_count_is_said),
         TU_TEST(test_trainnet_takes_the_targets_from_the_datastore),
         TU_TEST(test_trainnet_refuses_datastore_targets_that_do_not_fit),
         TU_TEST(test_every_refused_allocation_fails_cleanly),
