@@ -86,8 +86,11 @@ struct dla_mbq {
     int imds_arg;               /* its number among dla_mbq_create's inputs */
     int in_order;               /* a generic datastore input is read in order */
     /* A datastore's sequence outputs have each observation's steps alike
-     * (dla__mbq_create_aligned). */
+     * (dla__mbq_create_counted). */
     int align_steps;
+    /* A datastore's count learned before is learned again (dla_mbq_create;
+     * not for trainnet's, which learned it just before). */
+    int recount;
     int64_t mbs;
     int discard;
     dla__seq_rule rule;
@@ -676,9 +679,11 @@ static int64_t take_datastore(dla_mbq *q, int i, const dla_mbq_input *src, const
                            op, i);
             return -1;
         }
-    /* A count learned before (by trainnet, or an earlier queue) stands:
-     * trainnet, testnet and minibatchpredict learn it afresh first. */
-    if (dla__ds_learn_count(ds, 0, op) != DLA_OK)
+    /* A count learned before (by trainnet, or an earlier queue) is
+     * learned again, the datastore may have changed since; trainnet,
+     * testnet and minibatchpredict learn it first and make their queues
+     * counted (dla__mbq_create_counted). */
+    if (dla__ds_learn_count(ds, q->recount, op) != DLA_OK)
         return -1;
     /* Inputs before it have at least an output each: this bounds both. */
     if (q->nout + ds->nout > MAX_OUTPUTS) {
@@ -889,7 +894,8 @@ static dla_status make_order(dla_mbq *q, const int64_t *first, const char *op)
 }
 
 static dla_status create_queue(int ninputs, const dla_mbq_input *inputs,
-                               const dla_mbq_options *opts, int align_steps, dla_mbq **out)
+                               const dla_mbq_options *opts, int recount, int align_steps,
+                               dla_mbq **out)
 {
     static const char op[] = "dla_mbq_create";
     if (!out)
@@ -904,6 +910,7 @@ static dla_status create_queue(int ninputs, const dla_mbq_input *inputs,
         return dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", op);
     q->magic = DLA__HANDLE_MBQ;
     q->imds_input = -1;
+    q->recount = recount;
     dla_status st = parse_options(q, opts, op);
     for (int i = 0; i < ninputs && st == DLA_OK; i++) {
         int64_t count = take_input(q, i, &inputs[i], op);
@@ -955,13 +962,13 @@ static dla_status create_queue(int ninputs, const dla_mbq_input *inputs,
 DLA_API dla_status dla_mbq_create(int ninputs, const dla_mbq_input *inputs,
                                   const dla_mbq_options *opts, dla_mbq **out)
 {
-    return create_queue(ninputs, inputs, opts, 0, out);
+    return create_queue(ninputs, inputs, opts, 1, 0, out);
 }
 
-dla_status dla__mbq_create_aligned(int ninputs, const dla_mbq_input *inputs,
-                                   const dla_mbq_options *opts, dla_mbq **out)
+dla_status dla__mbq_create_counted(int ninputs, const dla_mbq_input *inputs,
+                                   const dla_mbq_options *opts, int align_steps, dla_mbq **out)
 {
-    return create_queue(ninputs, inputs, opts, 1, out);
+    return create_queue(ninputs, inputs, opts, 0, align_steps, out);
 }
 
 DLA_API dla_status dla_mbq_partition(dla_mbq *q, int n, int index, dla_mbq **out)

@@ -22,14 +22,16 @@
  * datastore's transforms are drawn for the whole batch, each image getting
  * those of one process. workers 1 is the plain queue. */
 dla_status dla__mbq_set_worker(dla_mbq *q, int workers, int worker);
-/* dla_mbq_create for trainnet's sequence-to-sequence targets in a
+/* dla_mbq_create for trainnet, testnet and minibatchpredict, which have
+ * just learned the count of a datastore of unknown count (it is not read
+ * through again). With align_steps, for sequence-to-sequence targets in a
  * datastore: each observation's sequence outputs must have the same
  * number of steps (a target sequence a step short of its predictors,
  * padded to the batch's longest, would line up with other steps, or with
  * none), checked as each is joined: DLA_ERR_SHAPE from dla_mbq_next naming
  * the observation. */
-dla_status dla__mbq_create_aligned(int ninputs, const dla_mbq_input *inputs,
-                                   const dla_mbq_options *opts, dla_mbq **out);
+dla_status dla__mbq_create_counted(int ninputs, const dla_mbq_input *inputs,
+                                   const dla_mbq_options *opts, int align_steps, dla_mbq **out);
 /* 1 when the last batch dla_mbq_next handed out was a worker's
  * placeholder, holding no observation of its own (it weighs 0). */
 int dla__mbq_last_empty(const dla_mbq *q);

@@ -6,6 +6,7 @@
  */
 #include "nn/nn.h"
 #include "nn/data_image.h"
+#include "nn/data_mbq.h"
 #include "nn/datastore.h" /* dla__ds_live */
 #include "nn/train_impl.h"
 
@@ -75,7 +76,7 @@ static dla_status make_queue(dla_net *net, const dla_train_data *d, const dla_pr
         .sequence = {.length = p->sequence_length, .padding_value = p->sequence_padding_value,
                      .padding_direction = p->sequence_padding_direction},
     };
-    return dla_mbq_create(1, &in, &o, q);
+    return dla__mbq_create_counted(1, &in, &o, 0, q); /* counted by the caller */
 }
 
 /* Sequence-to-sequence outputs of mini-batches padded to different

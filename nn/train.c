@@ -951,8 +951,7 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
      * step for step, as target_sequences are checked to. */
     const int align = dst && ds_fmts[0] && strchr(ds_fmts[0], 'T') && ds_fmts[1] &&
                       strchr(ds_fmts[1], 'T') && ds_steps_align(tr, d, ds_fmts);
-    dla_status st = align ? dla__mbq_create_aligned(1, in, &mo, q)
-                          : dla_mbq_create(dst ? 1 : 2, in, &mo, q);
+    dla_status st = dla__mbq_create_counted(dst ? 1 : 2, in, &mo, align, q);
     if (st != DLA_OK) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", dla_last_error());

@@ -1298,6 +1298,13 @@ static void test_trainnet_over_a_datastore_of_unknown_count(void **state)
     assert_int_equal(dla_mbq_num_observations(q), 7);
     assert_int_equal(dla_mbq_num_batches(q), 2);
     dla_mbq_free(q);
+    /* The next queue counts it again: it has grown (the count learned
+     * before was kept, and the two observations added never read). */
+    rq.n = 9;
+    assert_ok(dla_mbq_create(1, (dla_mbq_input[]){{.datastore = fresh}},
+                             &(dla_mbq_options){.mini_batch_size = 4}, &q));
+    assert_int_equal(dla_mbq_num_observations(q), 9);
+    dla_mbq_free(q);
     dla_datastore_free(fresh);
     /* A read that fails while counting stops the call, naming where. */
     ru.n = 96;

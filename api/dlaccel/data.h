@@ -447,9 +447,10 @@ DLA_API dla_status dla_augimds_create(const int64_t output_size[2], dla_imds *ds
  * partition fail with DLA_ERR_STATE saying so, and a queue over one hands
  * out its observations in order (dla_mbq_shuffle leaves the order and
  * sets DLA_ERR_STATE; dla_mbq_partition fails). A queue needs the count:
- * without num_observations, the queue (or trainnet, testnet and
- * minibatchpredict, afresh each call) reads such a datastore through once
- * from its start to count it, and resets it.
+ * without num_observations, each queue made over such a datastore (and
+ * each call of trainnet, testnet and minibatchpredict) reads it through
+ * once from its start to count it, and resets it; the count stands for
+ * the queue's life (its passes read that many).
  *
  * Callbacks (a file datastore's read function, a transform's function, a
  * custom datastore's calls) run inside a scope of the datastore's own, so
