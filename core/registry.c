@@ -487,24 +487,35 @@ static dla_status device_open(device_slot *s)
 
 /* ------------------------------------------------------------- discovery */
 
+/* The next comma-separated entry of a list at *p (blanks around it left
+ * out): [*first, *last), *p moved past it; 0 at the list's end. */
+static int next_entry(const char **p, const char **first, const char **last)
+{
+    const char *at = *p;
+    while (at && (*at == ' ' || *at == '\t' || *at == ','))
+        at++;
+    if (!at || !*at)
+        return 0;
+    const char *end = at;
+    while (*end && *end != ',')
+        end++;
+    const char *stop = end;
+    while (stop > at && (stop[-1] == ' ' || stop[-1] == '\t'))
+        stop--;
+    *first = at;
+    *last = stop;
+    *p = end;
+    return 1;
+}
+
 /* Whether name is one of the comma-separated entries of list (blanks
  * around entries ignored). */
 static int list_contains(const char *list, const char *name)
 {
     size_t n = strlen(name);
-    for (const char *p = list; p && *p;) {
-        while (*p == ' ' || *p == '\t' || *p == ',')
-            p++;
-        const char *end = p;
-        while (*end && *end != ',')
-            end++;
-        const char *last = end;
-        while (last > p && (last[-1] == ' ' || last[-1] == '\t'))
-            last--;
-        if ((size_t)(last - p) == n && strncmp(p, name, n) == 0)
+    for (const char *p = list, *first, *last; next_entry(&p, &first, &last);)
+        if ((size_t)(last - first) == n && strncmp(first, name, n) == 0)
             return 1;
-        p = end;
-    }
     return 0;
 }
 
@@ -627,25 +638,16 @@ static dla_status env_copy(const char *name, char **out)
  * machine without it). */
 static void check_disable_entries(const char *list)
 {
-    for (const char *p = list; p && *p;) {
-        while (*p == ' ' || *p == '\t' || *p == ',')
-            p++;
-        const char *end = p;
-        while (*end && *end != ',')
-            end++;
-        const char *last = end;
-        while (last > p && (last[-1] == ' ' || last[-1] == '\t'))
-            last--;
-        int ok = last > p && last - p <= DLA__PLUGIN_NAME_MAX;
-        for (const char *c = p; ok && c < last; c++)
+    for (const char *p = list, *first, *last; next_entry(&p, &first, &last);) {
+        int ok = last > first && last - first <= DLA__PLUGIN_NAME_MAX;
+        for (const char *c = first; ok && c < last; c++)
             ok = (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_' || *c == '-';
-        if (!ok && last > p)
+        if (!ok && last > first)
             dla__log(DLA_LOG_WARN,
                      "DLACCEL_PLUGINS_DISABLE entry '%.*s' is not a plugin name ([a-z0-9_-], as "
                      "manifests name plugins; a device cannot be disabled alone): it disables "
                      "nothing",
-                     (int)(last - p), p);
-        p = end;
+                     (int)(last - first), first);
     }
 }
 

@@ -248,6 +248,17 @@ static dla_status counts_read_at(void *ctx, int64_t i, int n, dla_tensor **out)
     return DLA_OK;
 }
 
+/* Three of counts_read_at's sequences as a datastore. */
+static dla_datastore *counts_datastore(void)
+{
+    dla_datastore *ds;
+    assert_ok(dla_custom_datastore_create(
+        &(dla_custom_datastore){.num_outputs = 1, .num_observations = 3,
+                                .read_at = counts_read_at},
+        &ds));
+    return ds;
+}
+
 /* A cast applies before the padding: int32 sequences cast to single are
  * padded with 0.5 as a list of the same values is (padded as int32 first,
  * the padding value became 0 without a word, and trainnet's predictors
@@ -255,11 +266,7 @@ static dla_status counts_read_at(void *ctx, int64_t i, int n, dla_tensor **out)
 static void test_a_cast_sequence_is_padded_with_the_value_in_its_cast(void **state)
 {
     (void)state;
-    dla_datastore *ds;
-    assert_ok(dla_custom_datastore_create(
-        &(dla_custom_datastore){.num_outputs = 1, .num_observations = 3,
-                                .read_at = counts_read_at},
-        &ds));
+    dla_datastore *ds = counts_datastore();
     dla_seqlist *s = dla_seqlist_create(1);
     const float v[4] = {1, 2, 3, 4};
     for (int i = 0; i < 3; i++)
@@ -291,11 +298,7 @@ static void test_a_cast_sequence_is_padded_with_the_value_in_its_cast(void **sta
 static void test_a_padding_value_the_dtype_cannot_hold_is_refused(void **state)
 {
     (void)state;
-    dla_datastore *ds;
-    assert_ok(dla_custom_datastore_create(
-        &(dla_custom_datastore){.num_outputs = 1, .num_observations = 3,
-                                .read_at = counts_read_at},
-        &ds));
+    dla_datastore *ds = counts_datastore();
     const struct {
         double value;
         const char *cast;
