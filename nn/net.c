@@ -84,8 +84,24 @@ static void uninit(dla_net *net)
 
 void dla__net_uninit(dla_net *net) { uninit(net); }
 
-/* Gives an unnamed layer MATLAB's default name with the first free number. */
-static dla_status name_layer(dla_net *net, dla_layer *l)
+/* Whether name is a layer's of the network or of the n layers being
+ * added (unnamed ones have ""). */
+static int name_taken(const dla_net *net, const char *name, int n, dla_layer *const *given)
+{
+    if (dla__net_find(net, name) >= 0)
+        return 1;
+    for (int j = 0; j < n; j++)
+        if (!strcmp(given[j]->name, name))
+            return 1;
+    return 0;
+}
+
+/* Gives an unnamed layer MATLAB's default name with the first free number,
+ * free among the network's layers and the ngiven given with it: an unnamed
+ * "fc" before one named "fc_1" took "fc_1" too, and the call failed as
+ * "two layers are named 'fc_1'" (MATLAB names unnamed layers around the
+ * names given). */
+static dla_status name_layer(dla_net *net, dla_layer *l, int ngiven, dla_layer *const *given)
 {
     if (l->name[0]) {
         if (dla__net_find(net, l->name) >= 0)
@@ -96,7 +112,7 @@ static dla_status name_layer(dla_net *net, dla_layer *l)
     char buf[64];
     for (int k = 1;; k++) {
         snprintf(buf, sizeof buf, "%s_%d", l->kind->default_name, k);
-        if (dla__net_find(net, buf) < 0)
+        if (!name_taken(net, buf, ngiven, given))
             break;
     }
     char *n = dla__nn_strdup(buf);
@@ -184,7 +200,7 @@ static dla_status add_layers(dla_net *net, int n, dla_layer *const *layers, cons
     }
     int first = net->nlayers;
     for (int i = 0; i < n && st == DLA_OK; i++) {
-        st = name_layer(net, layers[i]);
+        st = name_layer(net, layers[i], n, layers);
         if (st == DLA_OK) {
             net->layers[net->nlayers++] = layers[i];
             layers[i]->owned = 1;

@@ -90,6 +90,28 @@ static void a_sequence_has_matlabs_tables_and_names(void **state)
     assert_string_equal(dla_net_layer_name(net, 3), "fc_2");
     assert_string_equal(dla_net_layer_type(net, 2), "relu");
     dla_net_free(net);
+
+    /* An unnamed layer's number skips the names given to layers later in
+     * the same call: an unnamed "fc" before one named "fc_1" was named
+     * "fc_1" too, and the call failed ("two layers are named 'fc_1'"),
+     * a network MATLAB builds. The same in dla_net_add_layers and
+     * dla_net_replace_layer. */
+    dla_layer *v[] = {dla_feature_input_layer(3, NULL), dla_fc_layer(4, NULL),
+                      dla_fc_layer(2, &(dla_fc_layer_options){.name = "fc_1"})};
+    net = dla_net_create(3, v);
+    if (!net)
+        fail_msg("%s", dla_last_error());
+    assert_string_equal(dla_net_layer_name(net, 1), "fc_2");
+    assert_string_equal(dla_net_layer_name(net, 2), "fc_1");
+    dla_layer *w[] = {dla_relu_layer(NULL), dla_relu_layer(&(dla_layer_options){.name = "relu_1"})};
+    assert_int_equal(dla_net_add_layers(net, 2, w), DLA_OK);
+    assert_string_equal(dla_net_layer_name(net, 3), "relu_2");
+    dla_layer *z[] = {dla_tanh_layer(NULL), dla_tanh_layer(&(dla_layer_options){.name = "tanh_1"})};
+    if (dla_net_replace_layer(net, "relu_2", 2, z) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    assert_string_equal(dla_net_layer_name(net, 3), "tanh_2");
+    assert_string_equal(dla_net_layer_name(net, 4), "tanh_1");
+    dla_net_free(net);
 }
 
 static void bad_graphs_fail_naming_the_layer(void **state)
