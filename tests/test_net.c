@@ -428,6 +428,22 @@ static void the_summary_lists_layers_activations_and_learnables(void **state)
     assert_true(dla_table_describe(dla_net_state(net), buf, sizeof buf) > 0);
     assert_non_null(strstr(buf, "bn1    TrainedMean      {1x1x20 single}"));
     dla_net_free(net);
+    /* A long list of learnables is shown whole: it was cut at 160 bytes,
+     * mid-number, and the last entry read "OutputBias 1" for 1024x1. */
+    dla_layer *att[] = {dla_sequence_input_layer(1024, NULL),
+                        dla_self_attention_layer(1, 1024, &(dla_self_attention_layer_options){.name = "a"})};
+    net = dla_net_create(2, att);
+    assert_non_null(net);
+    n = dla_net_summary(net, NULL, 0);
+    char *big = malloc((size_t)n + 1);
+    assert_non_null(big);
+    assert_int_equal(dla_net_summary(net, big, (size_t)n + 1), n);
+    if (!strstr(big, "4,198,400 (QueryWeights 1024x1024, QueryBias 1024x1, KeyWeights 1024x1024, "
+                     "KeyBias 1024x1, ValueWeights 1024x1024, ValueBias 1024x1, OutputWeights "
+                     "1024x1024, OutputBias 1024x1)  "))
+        fail_msg("%s", big);
+    free(big);
+    dla_net_free(net);
 }
 
 /* The summary's and the tables' columns are padded by display columns:
