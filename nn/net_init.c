@@ -340,6 +340,35 @@ static dla_status init_layers(dla_net *net, int nexamples, dla_tensor *const *ex
     return st;
 }
 
+/* An example given for an input layer's input must be what the layer
+ * takes (any observations and steps): the layer sizes the network, so an
+ * example of other channels or spatial sizes was ignored in silence, the
+ * network built for sizes the caller had not given. */
+static dla_status input_layer_example(const dla_net *net, int k, const dla_tensor *example,
+                                      const char *fn)
+{
+    const dla_layer *l = net->layers[net->inputs[k].layer];
+    dla__shape want, got;
+    l->kind->example(&l->props, &want);
+    dla__shape_of(example, &got);
+    int same = !strcmp(want.format, got.format);
+    int n = want.ndims > got.ndims ? want.ndims : got.ndims;
+    for (int d = 0; same && d < n; d++) {
+        char c = d < want.ndims ? want.format[d] : d < got.ndims ? got.format[d] : '\0';
+        if (c != 'B' && c != 'T')
+            same = (d < want.ndims ? want.dims[d] : 1) == (d < got.ndims ? got.dims[d] : 1);
+    }
+    if (same)
+        return DLA_OK;
+    char a[160], b[160];
+    dla__shape_str(&got, a, sizeof a);
+    dla__shape_str(&want, b, sizeof b);
+    return dla__nn_fail(DLA_ERR_SHAPE, "%s: example %d is %s \"%s\", but input '%s' is a %s "
+                        "layer, which takes %s \"%s\" (any observations%s); its example may be "
+                        "NULL", fn, k + 1, a, got.format, l->name, l->kind->display, b,
+                        want.format, strchr(want.format, 'T') ? " and steps" : "");
+}
+
 dla_status dla__net_init_with(dla_net *net, int nexamples, dla_tensor *const *examples,
                               dla__param_lookup lookup, void *ctx, dla_dtype dtype)
 {
@@ -367,6 +396,8 @@ dla_status dla__net_init_with(dla_net *net, int nexamples, dla_tensor *const *ex
         else if (dla_tensor_dtype(examples[k]) != DLA_F32 && dla_tensor_dtype(examples[k]) != DLA_F64)
             st = dla__nn_fail(DLA_ERR_DTYPE, "%s: example %d is %s; networks are single or double",
                               fn, k + 1, dla_dtype_name(dla_tensor_dtype(examples[k])));
+        else if (net->inputs[k].port < 0)
+            st = input_layer_example(net, k, examples[k], fn);
     }
     if (st != DLA_OK) {
         dla__net_uninit(net);

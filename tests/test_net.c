@@ -232,6 +232,48 @@ static void bad_graphs_fail_naming_the_layer(void **state)
         dla_scope_end();
         dla_net_free(mn);
     }
+    /* An input layer's example must be what the layer takes: one of 7
+     * channels for a 3-feature input was ignored in silence and the
+     * network built for 3. Observations and steps are free. */
+    dla_layer *fi[] = {dla_feature_input_layer(3, &(dla_feature_input_options){.name = "in"}),
+                       dla_fc_layer(2, NULL), dla_addition_layer(2, &(dla_layer_options){.name = "add"})};
+    dla_net *fn = dla_net_create(3, fi);
+    assert_non_null(fn);
+    dla_scope_begin();
+    dla_tensor *ex7[2] = {dla_zeros(DLA_F32, "CB", DLA_DIMS(7, 1)), dla_zeros(DLA_F32, "CB", DLA_DIMS(2, 1))};
+    assert_int_equal(dla_net_init(fn, 2, ex7), DLA_ERR_SHAPE);
+    if (!strstr(dla_last_error(), "dla_net_init: example 1 is 7(C) x 1(B) \"CB\", but input 'in' "
+                                  "is a Feature Input layer, which takes 3(C) x 1(B) \"CB\""))
+        fail_msg("%s", dla_last_error());
+    assert_false(dla_net_initialized(fn));
+    dla_tensor *exb[2] = {dla_zeros(DLA_F32, "CB", DLA_DIMS(3, 5)), ex7[1]};
+    if (dla_net_init(fn, 2, exb) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    dla_scope_end();
+    dla_net_free(fn);
+    dla_layer *si[] = {dla_sequence_input_layer(3, &(dla_sequence_input_options){.name = "in"}),
+                       dla_fc_layer(2, NULL)};
+    fn = dla_net_create(2, si);
+    assert_non_null(fn);
+    dla_layer *relu = dla_relu_layer(NULL);
+    assert_int_equal(dla_net_add_layers(fn, 1, &relu), DLA_OK);
+    assert_int_equal(dla_net_connect(fn, "fc_1", "relu_1"), DLA_OK);
+    dla_scope_begin();
+    dla_tensor *seq = dla_zeros(DLA_F64, "CBT", DLA_DIMS(3, 4, 9));
+    if (dla_net_init(fn, 1, &seq) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    assert_int_equal(dla_tensor_dtype(dla_net_get(fn, "fc_1", "Weights")), DLA_F64);
+    dla_net_free(fn);
+    fn = dla_net_create(2, (dla_layer *[]){dla_sequence_input_layer(3, NULL), dla_relu_layer(NULL)});
+    assert_non_null(fn);
+    dla_layer *relu2 = dla_relu_layer(NULL);
+    assert_int_equal(dla_net_add_layers(fn, 1, &relu2), DLA_OK);
+    dla_tensor *img = dla_zeros(DLA_F32, "SSCB", DLA_DIMS(3, 1, 1, 1));
+    assert_int_equal(dla_net_init(fn, 1, (dla_tensor *[]){img}), DLA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dla_net_connect(fn, "relu_1", "relu_2"), DLA_OK);
+    assert_int_equal(dla_net_init(fn, 1, &img), DLA_ERR_SHAPE);
+    dla_scope_end();
+    dla_net_free(fn);
     /* A size the layer cannot take names the layer. */
     dla_layer *l[] = {dla_sequence_input_layer(3, NULL),
                       dla_conv2d_layer(3, 3, 2, &(dla_conv_layer_options){.name = "c2d"})};

@@ -921,7 +921,9 @@ DLA_API dla_status dla_net_replace_layer(dla_net *net, const char *name, int n,
  * not input layers needs one example tensor per input (its dtype, dims
  * and format; values unused); with input layers, examples may be NULL,
  * and so may an input layer's entry in a list that also names a free
- * input's example.
+ * input's example (an entry given for an input layer must have the
+ * layer's format and sizes, any observations and steps: DLA_ERR_SHAPE
+ * otherwise, as the layer, not the example, sizes the network).
  * Parameters are single unless the examples are double (those the network
  * has already are kept, converted to the examples' dtype); they are made on
  * the device of the parameters the network has already (one moved with
