@@ -167,6 +167,52 @@ static dla_status min_length_fail(const dla_net *net, const char *fn, const dla_
     return st;
 }
 
+/* A layer not done whose inputs are not all done has a source not done:
+ * the first such source. */
+static int pending_source(const dla_net *net, const int *done, int i)
+{
+    for (int p = 0; p < net->layers[i]->nin; p++)
+        if (net->src[i][p] >= 0 && !done[net->src[i][p]])
+            return net->src[i][p];
+    return i; /* not reached: i would have been ready */
+}
+
+/* The error for a graph with a cycle, naming the layers on one in the
+ * order the data flows ("add -> relu -> add"). It named the first layer
+ * left over, which may only read from the cycle: a layer fed by one had
+ * the cycle blamed on it. Stepping back from a pending layer to a
+ * pending source nlayers times lands on a cycle. */
+static dla_status cycle_fail(const dla_net *net, const int *done, const char *fn)
+{
+    int i = 0;
+    while (done[i])
+        i++;
+    for (int k = 0; k < net->nlayers; k++)
+        i = pending_source(net, done, i);
+    char path[1024] = "";
+    size_t at = 0;
+    int len = 0;
+    for (int j = i; len == 0 || j != i; j = pending_source(net, done, j))
+        len++;
+    /* Backwards from i are its sources: written from the end. */
+    int *cyc = dla__nn_calloc((size_t)len + 1, sizeof *cyc);
+    if (!cyc)
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: the connections form a cycle through "
+                            "layer '%s'", fn, net->layers[i]->name);
+    cyc[len] = i;
+    for (int k = len - 1, j = i; k >= 0; k--)
+        cyc[k] = j = pending_source(net, done, j);
+    for (int k = 0; k <= len && at < sizeof path; k++) {
+        int n = snprintf(path + at, sizeof path - at, "%s'%s'", k ? " -> " : "",
+                         net->layers[cyc[k]]->name);
+        at += n > 0 ? (size_t)n : 0;
+    }
+    dla__nn_free(cyc);
+    return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: the connections form a cycle through "
+                        "layer '%s': %s%s", fn, net->layers[i]->name, path,
+                        at >= sizeof path ? "..." : "");
+}
+
 /* Sources of every port, the inputs and the outputs. */
 static dla_status wire(dla_net *net, const char *fn)
 {
@@ -232,12 +278,9 @@ static dla_status wire(dla_net *net, const char *fn)
                 pick = i;
         }
         if (pick < 0) {
-            int i = 0;
-            while (done[i])
-                i++;
+            dla_status st = cycle_fail(net, done, fn);
             dla__nn_free(done);
-            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: the connections form a cycle "
-                                "through layer '%s'", fn, net->layers[i]->name);
+            return st;
         }
         done[pick] = 1;
         net->order[k] = pick;
