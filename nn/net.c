@@ -216,6 +216,10 @@ static dla_status add_layers(dla_net *net, int n, dla_layer *const *layers, cons
         free_given(n, layers);
         return st;
     }
+    /* No layers, no change: an initialized network stayed so (it became
+     * uninitialized, and its next predict failed). */
+    if (n == 0)
+        return DLA_OK;
     /* Forget the initialization, over the layers it was made for. */
     int added = net->nlayers;
     net->nlayers = first;

@@ -158,6 +158,11 @@ static void bad_graphs_fail_naming_the_layer(void **state)
     if (!strstr(dla_last_error(), "dla_net_predict: argument nout: 2; the network has 1 output "
                                   "(fc)"))
         fail_msg("%s", dla_last_error());
+    /* Adding no layers changes nothing: the network became uninitialized,
+     * and its next predict failed. */
+    assert_int_equal(dla_net_add_layers(kept, 0, NULL), DLA_OK);
+    assert_true(dla_net_initialized(kept));
+    assert_int_equal(dla_net_predict(kept, 1, &kx, 1, &ky, NULL), DLA_OK);
     dla_scope_end();
     /* A good call still makes it uninitialized. */
     dla_layer *more[] = {dla_relu_layer(&(dla_layer_options){.name = "r"})};

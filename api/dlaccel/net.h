@@ -878,7 +878,7 @@ DLA_API void dla_net_free(dla_net *net);
 
 /* MATLAB addLayers: adds the n layers, connected in sequence among
  * themselves (not to the existing ones), taking them over. The network
- * becomes uninitialized; a call that fails (a duplicate name, a layer in
+ * becomes uninitialized (n 0 changes nothing); a call that fails (a duplicate name, a layer in
  * an error state...) frees the layers it could take and leaves the
  * network as it was, initialized if it was. */
 DLA_API dla_status dla_net_add_layers(dla_net *net, int n, dla_layer *const *layers);
