@@ -109,15 +109,18 @@ static dla_status name_layer(dla_net *net, dla_layer *l, int ngiven, dla_layer *
                                 l->name);
         return DLA_OK;
     }
-    char buf[64];
-    for (int k = 1;; k++) {
-        snprintf(buf, sizeof buf, "%s_%d", l->kind->default_name, k);
-        if (!name_taken(net, buf, ngiven, given))
-            break;
-    }
-    char *n = dla__nn_strdup(buf);
+    /* Sized to the name: a custom type's name of 63 characters did not
+     * fit 64 bytes with "_1", every number was cut off, and the second
+     * unnamed layer of the type looked for a free name forever. */
+    size_t size = strlen(l->kind->default_name) + 16;
+    char *n = dla__nn_malloc(size);
     if (!n)
         return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "dla_net: cannot name a layer");
+    for (int k = 1;; k++) {
+        snprintf(n, size, "%s_%d", l->kind->default_name, k);
+        if (!name_taken(net, n, ngiven, given))
+            break;
+    }
     dla__nn_free(l->name);
     l->name = n;
     return DLA_OK;

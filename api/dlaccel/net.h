@@ -771,7 +771,9 @@ typedef struct dla_layer_type {
     /* The summary's type column ("Slice Difference Convolution"); NULL:
      * the type name. */
     const char *description;
-    /* The default layer name (numbered "name_1"); NULL: the type name. */
+    /* The default layer name (numbered "name_1"); NULL: the type name.
+     * Letters, digits and '_', as the type name (a '/' would make layer
+     * names that connections cannot name). */
     const char *default_name;
     /* The number of inputs (MATLAB's NumInputs), named "in1".."inN" in
      * connections when more than one; 0: 1. */
