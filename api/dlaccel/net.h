@@ -903,7 +903,7 @@ DLA_API dla_status dla_net_remove_layers(dla_net *net, int n, const char *const 
  * the place of the layer named name, taking them over. What fed input K
  * of the old layer feeds input K of the first new layer (MATLAB's
  * ReconnectBy "order"); every layer the old one fed is fed by the last new
- * layer. The old layer is freed with its learnables, state and statistics:
+ * layer (an input the old layer fed itself too: a cycle stays a cycle). The old layer is freed with its learnables, state and statistics:
  * a new layer may have its name and still starts from its initializers,
  * while every other layer keeps its values (transfer learning: replace
  * the last fully connected layer of a trained network, dla_net_init, and
