@@ -101,6 +101,12 @@ static dla_status check_definition(const dla_layer_type *t)
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: type name \"%.80s\" must be 1 to %d "
                             "letters, digits and '_', not starting with a digit", fn,
                             t->type ? t->type : "(null)", NAME_MAX_LEN);
+    /* A layer name is made of it: one with '/' could not be connected
+     * ("no layer is named 'a'" for "a/b_1"). */
+    if (t->default_name && !good_name(t->default_name))
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: type \"%s\": default name \"%.80s\" "
+                            "must be 1 to %d letters, digits and '_', not starting with a digit",
+                            fn, t->type, t->default_name, NAME_MAX_LEN);
     if (!t->predict)
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: type \"%s\" has no predict", fn,
                             t->type);

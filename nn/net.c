@@ -84,8 +84,24 @@ static void uninit(dla_net *net)
 
 void dla__net_uninit(dla_net *net) { uninit(net); }
 
-/* Gives an unnamed layer MATLAB's default name with the first free number. */
-static dla_status name_layer(dla_net *net, dla_layer *l)
+/* Whether name is a layer's of the network or of the n layers being
+ * added (unnamed ones have ""). */
+static int name_taken(const dla_net *net, const char *name, int n, dla_layer *const *given)
+{
+    if (dla__net_find(net, name) >= 0)
+        return 1;
+    for (int j = 0; j < n; j++)
+        if (!strcmp(given[j]->name, name))
+            return 1;
+    return 0;
+}
+
+/* Gives an unnamed layer MATLAB's default name with the first free number,
+ * free among the network's layers and the ngiven given with it: an unnamed
+ * "fc" before one named "fc_1" took "fc_1" too, and the call failed as
+ * "two layers are named 'fc_1'" (MATLAB names unnamed layers around the
+ * names given). */
+static dla_status name_layer(dla_net *net, dla_layer *l, int ngiven, dla_layer *const *given)
 {
     if (l->name[0]) {
         if (dla__net_find(net, l->name) >= 0)
@@ -93,15 +109,18 @@ static dla_status name_layer(dla_net *net, dla_layer *l)
                                 l->name);
         return DLA_OK;
     }
-    char buf[64];
-    for (int k = 1;; k++) {
-        snprintf(buf, sizeof buf, "%s_%d", l->kind->default_name, k);
-        if (dla__net_find(net, buf) < 0)
-            break;
-    }
-    char *n = dla__nn_strdup(buf);
+    /* Sized to the name: a custom type's name of 63 characters did not
+     * fit 64 bytes with "_1", every number was cut off, and the second
+     * unnamed layer of the type looked for a free name forever. */
+    size_t size = strlen(l->kind->default_name) + 16;
+    char *n = dla__nn_malloc(size);
     if (!n)
         return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "dla_net: cannot name a layer");
+    for (int k = 1;; k++) {
+        snprintf(n, size, "%s_%d", l->kind->default_name, k);
+        if (!name_taken(net, n, ngiven, given))
+            break;
+    }
     dla__nn_free(l->name);
     l->name = n;
     return DLA_OK;
@@ -184,7 +203,7 @@ static dla_status add_layers(dla_net *net, int n, dla_layer *const *layers, cons
     }
     int first = net->nlayers;
     for (int i = 0; i < n && st == DLA_OK; i++) {
-        st = name_layer(net, layers[i]);
+        st = name_layer(net, layers[i], n, layers);
         if (st == DLA_OK) {
             net->layers[net->nlayers++] = layers[i];
             layers[i]->owned = 1;
@@ -200,6 +219,10 @@ static dla_status add_layers(dla_net *net, int n, dla_layer *const *layers, cons
         free_given(n, layers);
         return st;
     }
+    /* No layers, no change: an initialized network stayed so (it became
+     * uninitialized, and its next predict failed). */
+    if (n == 0)
+        return DLA_OK;
     /* Forget the initialization, over the layers it was made for. */
     int added = net->nlayers;
     net->nlayers = first;

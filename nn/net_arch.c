@@ -317,10 +317,17 @@ dla_status dla__net_from_architecture(const char *text, size_t len, dla__param_l
     }
     /* Example inputs for networks whose inputs are not input layers. */
     size_t nex = st == DLA_OK ? json_array_size(inputs) : 0;
-    dla_tensor *ex[64];
     int use_ex = 0;
-    if (st == DLA_OK && nex > 64)
-        st = bad(what, "too many Inputs%s%s", NULL, NULL);
+    /* No more than the layers have ports (a list of 64 at most refused a
+     * network of more inputs as "corrupt", one dla_net_save had written). */
+    size_t ports = 0;
+    for (int i = 0; st == DLA_OK && i < net->nlayers; i++)
+        ports += (size_t)net->layers[i]->nin + 1;
+    if (st == DLA_OK && nex > ports)
+        st = bad(what, "more Inputs than the layers have ports%s%s", NULL, NULL);
+    dla_tensor **ex = st == DLA_OK ? dla__nn_calloc(nex ? nex : 1, sizeof *ex) : NULL;
+    if (st == DLA_OK && !ex)
+        st = dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", what);
     dla_scope_begin();
     for (size_t k = 0; st == DLA_OK && k < nex; k++) {
         const json_t *o = json_array_get(inputs, k);
@@ -367,6 +374,7 @@ dla_status dla__net_from_architecture(const char *text, size_t len, dla__param_l
         }
     }
     dla_scope_end();
+    dla__nn_free(ex);
     json_decref(root);
     if (st != DLA_OK) {
         dla_net_free(net);

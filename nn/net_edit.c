@@ -103,6 +103,9 @@ DLA_API dla_status dla_net_remove_layers(dla_net *net, int n, const char *const 
     return DLA_OK;
 }
 
+/* A port of the replaced layer that it fed itself. */
+#define SELF (-2)
+
 /* The connections into layer r, one per port (-1: none), into src[0..nin). */
 static void inputs_of(const dla_net *net, int r, int *src)
 {
@@ -181,6 +184,14 @@ DLA_API dla_status dla_net_replace_layer(dla_net *net, const char *name, int n,
         dla__net_free_given(n, layers);
         goto done;
     }
+    /* An input the old layer fed itself (a cycle through it) is fed by
+     * the last new layer, which takes its output: kept as the index r it
+     * was, it read as the layer after the new ones, past the end when the
+     * old layer was the last (a crash, or a connection from a layer named
+     * ""). */
+    for (int p = 0; p < nin; p++)
+        if (src[p] == r)
+            src[p] = SELF;
     dla__net_uninit(net);
     for (int k = net->nconn - 1, o = 0; k >= 0; k--)
         if (net->conn[k].src == r || net->conn[k].dst == r) {
@@ -220,8 +231,9 @@ DLA_API dla_status dla_net_replace_layer(dla_net *net, const char *name, int n,
     }
     dla_status cst = DLA_OK;
     for (int p = 0; p < nin && cst == DLA_OK; p++)
-        if (src[p] >= 0)
-            cst = dla__net_connect_ports(net, src[p] >= r ? src[p] + at : src[p], r, p, fn);
+        if (src[p] >= 0 || src[p] == SELF)
+            cst = dla__net_connect_ports(net, src[p] == SELF ? r + at - 1
+                                              : src[p] >= r ? src[p] + at : src[p], r, p, fn);
     for (int o = 0; o < nout && cst == DLA_OK; o++)
         cst = dla__net_connect_ports(net, r + at - 1, dst[2 * o] >= r ? dst[2 * o] + at : dst[2 * o],
                                      dst[2 * o + 1], fn);

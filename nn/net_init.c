@@ -167,6 +167,52 @@ static dla_status min_length_fail(const dla_net *net, const char *fn, const dla_
     return st;
 }
 
+/* A layer not done whose inputs are not all done has a source not done:
+ * the first such source. */
+static int pending_source(const dla_net *net, const int *done, int i)
+{
+    for (int p = 0; p < net->layers[i]->nin; p++)
+        if (net->src[i][p] >= 0 && !done[net->src[i][p]])
+            return net->src[i][p];
+    return i; /* not reached: i would have been ready */
+}
+
+/* The error for a graph with a cycle, naming the layers on one in the
+ * order the data flows ("add -> relu -> add"). It named the first layer
+ * left over, which may only read from the cycle: a layer fed by one had
+ * the cycle blamed on it. Stepping back from a pending layer to a
+ * pending source nlayers times lands on a cycle. */
+static dla_status cycle_fail(const dla_net *net, const int *done, const char *fn)
+{
+    int i = 0;
+    while (done[i])
+        i++;
+    for (int k = 0; k < net->nlayers; k++)
+        i = pending_source(net, done, i);
+    char path[1024] = "";
+    size_t at = 0;
+    int len = 0;
+    for (int j = i; len == 0 || j != i; j = pending_source(net, done, j))
+        len++;
+    /* Backwards from i are its sources: written from the end. */
+    int *cyc = dla__nn_calloc((size_t)len + 1, sizeof *cyc);
+    if (!cyc)
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: the connections form a cycle through "
+                            "layer '%s'", fn, net->layers[i]->name);
+    cyc[len] = i;
+    for (int k = len - 1, j = i; k >= 0; k--)
+        cyc[k] = j = pending_source(net, done, j);
+    for (int k = 0; k <= len && at < sizeof path; k++) {
+        int n = snprintf(path + at, sizeof path - at, "%s'%s'", k ? " -> " : "",
+                         net->layers[cyc[k]]->name);
+        at += n > 0 ? (size_t)n : 0;
+    }
+    dla__nn_free(cyc);
+    return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: the connections form a cycle through "
+                        "layer '%s': %s%s", fn, net->layers[i]->name, path,
+                        at >= sizeof path ? "..." : "");
+}
+
 /* Sources of every port, the inputs and the outputs. */
 static dla_status wire(dla_net *net, const char *fn)
 {
@@ -232,12 +278,9 @@ static dla_status wire(dla_net *net, const char *fn)
                 pick = i;
         }
         if (pick < 0) {
-            int i = 0;
-            while (done[i])
-                i++;
+            dla_status st = cycle_fail(net, done, fn);
             dla__nn_free(done);
-            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: the connections form a cycle "
-                                "through layer '%s'", fn, net->layers[i]->name);
+            return st;
         }
         done[pick] = 1;
         net->order[k] = pick;
@@ -340,6 +383,35 @@ static dla_status init_layers(dla_net *net, int nexamples, dla_tensor *const *ex
     return st;
 }
 
+/* An example given for an input layer's input must be what the layer
+ * takes (any observations and steps): the layer sizes the network, so an
+ * example of other channels or spatial sizes was ignored in silence, the
+ * network built for sizes the caller had not given. */
+static dla_status input_layer_example(const dla_net *net, int k, const dla_tensor *example,
+                                      const char *fn)
+{
+    const dla_layer *l = net->layers[net->inputs[k].layer];
+    dla__shape want, got;
+    l->kind->example(&l->props, &want);
+    dla__shape_of(example, &got);
+    int same = !strcmp(want.format, got.format);
+    int n = want.ndims > got.ndims ? want.ndims : got.ndims;
+    for (int d = 0; same && d < n; d++) {
+        char c = d < want.ndims ? want.format[d] : d < got.ndims ? got.format[d] : '\0';
+        if (c != 'B' && c != 'T')
+            same = (d < want.ndims ? want.dims[d] : 1) == (d < got.ndims ? got.dims[d] : 1);
+    }
+    if (same)
+        return DLA_OK;
+    char a[160], b[160];
+    dla__shape_str(&got, a, sizeof a);
+    dla__shape_str(&want, b, sizeof b);
+    return dla__nn_fail(DLA_ERR_SHAPE, "%s: example %d is %s \"%s\", but input '%s' is a %s "
+                        "layer, which takes %s \"%s\" (any observations%s); its example may be "
+                        "NULL", fn, k + 1, a, got.format, l->name, l->kind->display, b,
+                        want.format, strchr(want.format, 'T') ? " and steps" : "");
+}
+
 dla_status dla__net_init_with(dla_net *net, int nexamples, dla_tensor *const *examples,
                               dla__param_lookup lookup, void *ctx, dla_dtype dtype)
 {
@@ -367,6 +439,8 @@ dla_status dla__net_init_with(dla_net *net, int nexamples, dla_tensor *const *ex
         else if (dla_tensor_dtype(examples[k]) != DLA_F32 && dla_tensor_dtype(examples[k]) != DLA_F64)
             st = dla__nn_fail(DLA_ERR_DTYPE, "%s: example %d is %s; networks are single or double",
                               fn, k + 1, dla_dtype_name(dla_tensor_dtype(examples[k])));
+        else if (net->inputs[k].port < 0)
+            st = input_layer_example(net, k, examples[k], fn);
     }
     if (st != DLA_OK) {
         dla__net_uninit(net);

@@ -263,7 +263,11 @@ DLA_API dla_net *dla_net_copy(const dla_net *net)
         if (net->initialized) {
             /* Initialization keeps the copied values: their dims fit. */
             int nex = 0;
-            dla_tensor *ex[64];
+            /* One a network input, however many (a list of 64 failed the
+             * copy of a network of more: "64 example tensors for 65"). */
+            dla_tensor **ex = dla__nn_calloc((size_t)(net->ninputs ? net->ninputs : 1), sizeof *ex);
+            if (!ex)
+                st = dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "dla_net_copy: out of memory");
             /* The examples on the device the values live on, whatever
              * device is current (trainnet copies a host network with a
              * "gpu" device current). */
@@ -274,7 +278,7 @@ DLA_API dla_net *dla_net_copy(const dla_net *net)
             if (home && home != prev)
                 dla_device_set_current(home);
             dla_scope_begin();
-            for (int k = 0; k < net->ninputs && k < 64; k++) {
+            for (int k = 0; ex && k < net->ninputs; k++) {
                 const dla__shape *s = &net->input_shapes[k];
                 ex[nex++] = dla_zeros(net->dtype, s->format, s->ndims, s->dims);
                 /* An example refused memory would fail initialization as
@@ -285,6 +289,7 @@ DLA_API dla_net *dla_net_copy(const dla_net *net)
             if (st == DLA_OK)
                 st = dla__net_init_with(c, nex, ex, NULL, NULL, net->dtype);
             dla_scope_end();
+            dla__nn_free(ex);
             if (home && home != prev)
                 dla_device_set_current(prev);
         }

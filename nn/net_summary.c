@@ -52,8 +52,40 @@ static void thousands(long long v, char *buf, size_t size)
 }
 
 typedef struct row {
-    char num[12], act[128], learn[224], desc[192];
+    char num[12], act[128], desc[192];
+    char *learn; /* whole: a fixed 160 bytes cut large attention layers'
+                  * lists mid-number ("OutputBias 1" for 1024x1) */
 } row;
+
+/* A layer's learnables, "6,540 (QueryWeights 128x12, ...)" or "-", into o;
+ * returns their count of elements. */
+static long long learnables_text(out_buf *o, const dla_net *net, const dla_layer *l)
+{
+    const dla_table *lt = &net->tables[DLA__LEARNABLE];
+    long long count = 0;
+    for (int j = 0; net->initialized && j < l->nparams; j++)
+        if (l->param[j].kind == DLA__LEARNABLE)
+            count += dla_tensor_numel(lt->values[l->param[j].row]);
+    if (!count) {
+        emit(o, "-");
+        return 0;
+    }
+    char c[32];
+    thousands(count, c, sizeof c);
+    emit(o, "%s (", c);
+    for (int j = 0, first = 1; j < l->nparams; j++) {
+        if (l->param[j].kind != DLA__LEARNABLE)
+            continue;
+        const dla_tensor *v = lt->values[l->param[j].row];
+        int64_t dims[DLA_MAX_DIMS];
+        char d[64];
+        dla__dims_text(dla_tensor_dims(v, dims), dims, d, sizeof d);
+        emit(o, "%s%s %s", first ? "" : ", ", lt->param[l->param[j].row], d);
+        first = 0;
+    }
+    emit(o, ")");
+    return count;
+}
 
 static int is_sequence(const dla_net *net)
 {
@@ -114,35 +146,19 @@ DLA_API int dla_net_summary(const dla_net *net, char *buf, size_t size)
         } else {
             snprintf(r->act, sizeof r->act, "-");
         }
-        long long count = 0;
-        size_t at = 0;
-        char parts[160] = "";
-        for (int j = 0; net->initialized && j < l->nparams; j++) {
-            if (l->param[j].kind != DLA__LEARNABLE)
-                continue;
-            const dla_tensor *v = lt->values[l->param[j].row];
-            int64_t dims[DLA_MAX_DIMS];
-            char d[64];
-            dla__dims_text(dla_tensor_dims(v, dims), dims, d, sizeof d);
-            count += dla_tensor_numel(v);
-            int n = snprintf(parts + at, at < sizeof parts ? sizeof parts - at : 0, "%s%s %s",
-                             at ? ", " : "", lt->param[l->param[j].row], d);
-            if (n > 0)
-                at += (size_t)n;
-        }
-        total += count;
-        if (count) {
-            char c[32];
-            thousands(count, c, sizeof c);
-            snprintf(r->learn, sizeof r->learn, "%s (%s)", c, parts);
-        } else {
-            snprintf(r->learn, sizeof r->learn, "-");
+        out_buf measure = {NULL, 0, 0, 0};
+        total += learnables_text(&measure, net, l);
+        r->learn = dla__nn_malloc(measure.at + 1);
+        if (r->learn) {
+            out_buf text = {r->learn, measure.at + 1, 0, 0};
+            learnables_text(&text, net, l);
         }
         l->kind->describe(&l->props, in, r->desc, sizeof r->desc);
         int a = dla__text_columns(l->name, strlen(l->name));
         int b = dla__text_columns(l->kind->display, strlen(l->kind->display));
         int c = dla__text_columns(r->act, strlen(r->act));
-        int d = dla__text_columns(r->learn, strlen(r->learn));
+        const char *learn = r->learn ? r->learn : "(out of memory)";
+        int d = dla__text_columns(learn, strlen(learn));
         wn = a > wn ? a : wn;
         wt = b > wt ? b : wt;
         wa = c > wa ? c : wa;
@@ -153,9 +169,11 @@ DLA_API int dla_net_summary(const dla_net *net, char *buf, size_t size)
         cell(&o, i < 0 ? "Name" : net->layers[i]->name, wn, "  ");
         cell(&o, i < 0 ? "Type" : net->layers[i]->kind->display, wt, "  ");
         cell(&o, i < 0 ? "Activations" : rows[i].act, wa, "  ");
-        cell(&o, i < 0 ? "Learnables" : rows[i].learn, wl, "  ");
+        cell(&o, i < 0 ? "Learnables" : rows[i].learn ? rows[i].learn : "(out of memory)", wl, "  ");
         emit(&o, "%s\n", i < 0 ? "Description" : rows[i].desc);
     }
+    for (int i = 0; i < net->nlayers; i++)
+        dla__nn_free(rows[i].learn);
     dla__nn_free(rows);
     if (!is_sequence(net) && net->nconn) {
         emit(&o, "\n  Connections:\n");

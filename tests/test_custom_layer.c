@@ -455,6 +455,27 @@ static void registering_checks_the_definition(void **state)
     assert_int_equal(dla_layer_type_register(&dup), DLA_ERR_INVALID_ARGUMENT);
     assert_false(dla_layer_type_registered("dupProps"));
     assert_int_equal(dla_layer_type_register(NULL), DLA_ERR_INVALID_ARGUMENT);
+    /* A default name is a layer name's start: with a '/' its layers could
+     * not be connected ("no layer is named 'a'" for "a/b_1"). */
+    dla_layer_type slash = {.type = "slashName", .default_name = "a/b", .predict = scale_predict};
+    assert_int_equal(dla_layer_type_register(&slash), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "default name \"a/b\""));
+    /* The longest type name, numbered: "_1" did not fit the 64 bytes the
+     * name was made in, every number was cut off, and naming the second
+     * unnamed layer of the type never ended. */
+    char longest[64];
+    memset(longest, 'k', 63);
+    longest[63] = '\0';
+    dla_layer_type lt = {.type = longest, .predict = scale_predict};
+    assert_int_equal(dla_layer_type_register(&lt), DLA_OK);
+    dla_layer *two[] = {dla_custom_layer(longest, NULL, NULL), dla_custom_layer(longest, NULL, NULL)};
+    dla_net *net = dla_net_create(2, two);
+    if (!net)
+        fail_msg("%s", dla_last_error());
+    char want[80];
+    snprintf(want, sizeof want, "%s_2", longest);
+    assert_string_equal(dla_net_layer_name(net, 1), want);
+    dla_net_free(net);
 }
 
 static void errors_name_the_layer(void **state)

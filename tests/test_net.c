@@ -90,6 +90,28 @@ static void a_sequence_has_matlabs_tables_and_names(void **state)
     assert_string_equal(dla_net_layer_name(net, 3), "fc_2");
     assert_string_equal(dla_net_layer_type(net, 2), "relu");
     dla_net_free(net);
+
+    /* An unnamed layer's number skips the names given to layers later in
+     * the same call: an unnamed "fc" before one named "fc_1" was named
+     * "fc_1" too, and the call failed ("two layers are named 'fc_1'"),
+     * a network MATLAB builds. The same in dla_net_add_layers and
+     * dla_net_replace_layer. */
+    dla_layer *v[] = {dla_feature_input_layer(3, NULL), dla_fc_layer(4, NULL),
+                      dla_fc_layer(2, &(dla_fc_layer_options){.name = "fc_1"})};
+    net = dla_net_create(3, v);
+    if (!net)
+        fail_msg("%s", dla_last_error());
+    assert_string_equal(dla_net_layer_name(net, 1), "fc_2");
+    assert_string_equal(dla_net_layer_name(net, 2), "fc_1");
+    dla_layer *w[] = {dla_relu_layer(NULL), dla_relu_layer(&(dla_layer_options){.name = "relu_1"})};
+    assert_int_equal(dla_net_add_layers(net, 2, w), DLA_OK);
+    assert_string_equal(dla_net_layer_name(net, 3), "relu_2");
+    dla_layer *z[] = {dla_tanh_layer(NULL), dla_tanh_layer(&(dla_layer_options){.name = "tanh_1"})};
+    if (dla_net_replace_layer(net, "relu_2", 2, z) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    assert_string_equal(dla_net_layer_name(net, 3), "tanh_2");
+    assert_string_equal(dla_net_layer_name(net, 4), "tanh_1");
+    dla_net_free(net);
 }
 
 static void bad_graphs_fail_naming_the_layer(void **state)
@@ -136,6 +158,11 @@ static void bad_graphs_fail_naming_the_layer(void **state)
     if (!strstr(dla_last_error(), "dla_net_predict: argument nout: 2; the network has 1 output "
                                   "(fc)"))
         fail_msg("%s", dla_last_error());
+    /* Adding no layers changes nothing: the network became uninitialized,
+     * and its next predict failed. */
+    assert_int_equal(dla_net_add_layers(kept, 0, NULL), DLA_OK);
+    assert_true(dla_net_initialized(kept));
+    assert_int_equal(dla_net_predict(kept, 1, &kx, 1, &ky, NULL), DLA_OK);
     dla_scope_end();
     /* A good call still makes it uninitialized. */
     dla_layer *more[] = {dla_relu_layer(&(dla_layer_options){.name = "r"})};
@@ -210,6 +237,48 @@ static void bad_graphs_fail_naming_the_layer(void **state)
         dla_scope_end();
         dla_net_free(mn);
     }
+    /* An input layer's example must be what the layer takes: one of 7
+     * channels for a 3-feature input was ignored in silence and the
+     * network built for 3. Observations and steps are free. */
+    dla_layer *fi[] = {dla_feature_input_layer(3, &(dla_feature_input_options){.name = "in"}),
+                       dla_fc_layer(2, NULL), dla_addition_layer(2, &(dla_layer_options){.name = "add"})};
+    dla_net *fn = dla_net_create(3, fi);
+    assert_non_null(fn);
+    dla_scope_begin();
+    dla_tensor *ex7[2] = {dla_zeros(DLA_F32, "CB", DLA_DIMS(7, 1)), dla_zeros(DLA_F32, "CB", DLA_DIMS(2, 1))};
+    assert_int_equal(dla_net_init(fn, 2, ex7), DLA_ERR_SHAPE);
+    if (!strstr(dla_last_error(), "dla_net_init: example 1 is 7(C) x 1(B) \"CB\", but input 'in' "
+                                  "is a Feature Input layer, which takes 3(C) x 1(B) \"CB\""))
+        fail_msg("%s", dla_last_error());
+    assert_false(dla_net_initialized(fn));
+    dla_tensor *exb[2] = {dla_zeros(DLA_F32, "CB", DLA_DIMS(3, 5)), ex7[1]};
+    if (dla_net_init(fn, 2, exb) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    dla_scope_end();
+    dla_net_free(fn);
+    dla_layer *si[] = {dla_sequence_input_layer(3, &(dla_sequence_input_options){.name = "in"}),
+                       dla_fc_layer(2, NULL)};
+    fn = dla_net_create(2, si);
+    assert_non_null(fn);
+    dla_layer *relu = dla_relu_layer(NULL);
+    assert_int_equal(dla_net_add_layers(fn, 1, &relu), DLA_OK);
+    assert_int_equal(dla_net_connect(fn, "fc_1", "relu_1"), DLA_OK);
+    dla_scope_begin();
+    dla_tensor *seq = dla_zeros(DLA_F64, "CBT", DLA_DIMS(3, 4, 9));
+    if (dla_net_init(fn, 1, &seq) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    assert_int_equal(dla_tensor_dtype(dla_net_get(fn, "fc_1", "Weights")), DLA_F64);
+    dla_net_free(fn);
+    fn = dla_net_create(2, (dla_layer *[]){dla_sequence_input_layer(3, NULL), dla_relu_layer(NULL)});
+    assert_non_null(fn);
+    dla_layer *relu2 = dla_relu_layer(NULL);
+    assert_int_equal(dla_net_add_layers(fn, 1, &relu2), DLA_OK);
+    dla_tensor *img = dla_zeros(DLA_F32, "SSCB", DLA_DIMS(3, 1, 1, 1));
+    assert_int_equal(dla_net_init(fn, 1, (dla_tensor *[]){img}), DLA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dla_net_connect(fn, "relu_1", "relu_2"), DLA_OK);
+    assert_int_equal(dla_net_init(fn, 1, &img), DLA_ERR_SHAPE);
+    dla_scope_end();
+    dla_net_free(fn);
     /* A size the layer cannot take names the layer. */
     dla_layer *l[] = {dla_sequence_input_layer(3, NULL),
                       dla_conv2d_layer(3, 3, 2, &(dla_conv_layer_options){.name = "c2d"})};
@@ -238,7 +307,28 @@ static void bad_graphs_fail_naming_the_layer(void **state)
     dla_net_free(pair_net);
     assert_int_equal(dla_net_connect(net, "nope", "r1"), DLA_ERR_INVALID_ARGUMENT);
     assert_int_equal(dla_net_init(net, 0, NULL), DLA_ERR_INVALID_ARGUMENT);
-    assert_non_null(strstr(dla_last_error(), "cycle"));
+    if (!strstr(dla_last_error(), "cycle through layer 'r2': 'r2' -> 'add' -> 'r2'"))
+        fail_msg("%s", dla_last_error());
+    /* The layers on the cycle, not one that only reads from it: a layer
+     * added first and fed by the cycle had the cycle blamed on it
+     * ("a cycle through layer 'x'"). */
+    dla_layer *xl = dla_relu_layer(&(dla_layer_options){.name = "x"});
+    dla_net *cyc = dla_net_create(1, &xl);
+    dla_layer *cl[] = {dla_feature_input_layer(3, &(dla_feature_input_options){.name = "in"}),
+                       dla_addition_layer(2, &(dla_layer_options){.name = "add"}),
+                       dla_relu_layer(&(dla_layer_options){.name = "b"})};
+    assert_int_equal(dla_net_add_layers(cyc, 3, cl), DLA_OK);
+    assert_int_equal(dla_net_connect(cyc, "b", "add/in2"), DLA_OK);
+    assert_int_equal(dla_net_connect(cyc, "b", "x"), DLA_OK);
+    assert_int_equal(dla_net_init(cyc, 0, NULL), DLA_ERR_INVALID_ARGUMENT);
+    if (!strstr(dla_last_error(), "cycle through layer 'add': 'add' -> 'b' -> 'add'"))
+        fail_msg("%s", dla_last_error());
+    assert_int_equal(dla_net_disconnect(cyc, "b", "add/in2"), DLA_OK);
+    assert_int_equal(dla_net_connect(cyc, "add", "add/in2"), DLA_OK);
+    assert_int_equal(dla_net_init(cyc, 0, NULL), DLA_ERR_INVALID_ARGUMENT);
+    if (!strstr(dla_last_error(), "cycle through layer 'add': 'add' -> 'add'"))
+        fail_msg("%s", dla_last_error());
+    dla_net_free(cyc);
     assert_int_equal(dla_net_disconnect(net, "r2", "add/in2"), DLA_OK);
     assert_int_equal(dla_net_init(net, 0, NULL), DLA_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(dla_last_error(), "example"));
@@ -405,6 +495,22 @@ static void the_summary_lists_layers_activations_and_learnables(void **state)
     /* The table display. */
     assert_true(dla_table_describe(dla_net_state(net), buf, sizeof buf) > 0);
     assert_non_null(strstr(buf, "bn1    TrainedMean      {1x1x20 single}"));
+    dla_net_free(net);
+    /* A long list of learnables is shown whole: it was cut at 160 bytes,
+     * mid-number, and the last entry read "OutputBias 1" for 1024x1. */
+    dla_layer *att[] = {dla_sequence_input_layer(1024, NULL),
+                        dla_self_attention_layer(1, 1024, &(dla_self_attention_layer_options){.name = "a"})};
+    net = dla_net_create(2, att);
+    assert_non_null(net);
+    n = dla_net_summary(net, NULL, 0);
+    char *big = malloc((size_t)n + 1);
+    assert_non_null(big);
+    assert_int_equal(dla_net_summary(net, big, (size_t)n + 1), n);
+    if (!strstr(big, "4,198,400 (QueryWeights 1024x1024, QueryBias 1024x1, KeyWeights 1024x1024, "
+                     "KeyBias 1024x1, ValueWeights 1024x1024, ValueBias 1024x1, OutputWeights "
+                     "1024x1024, OutputBias 1024x1)  "))
+        fail_msg("%s", big);
+    free(big);
     dla_net_free(net);
 }
 

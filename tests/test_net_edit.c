@@ -196,6 +196,39 @@ static void inputs_are_reconnected_by_order(void **state)
     dla_scope_end();
 }
 
+/* A layer that feeds itself (a cycle through it, which dla_net_init then
+ * refuses naming it): the replacement's last layer takes its place as the
+ * source. The old index was used as it was, which read as the layer after
+ * the new ones: relu fed the new layer in the old one's place (a wrong
+ * graph, in silence), and past the last layer the connection read memory
+ * out of bounds. */
+static void a_layer_feeding_itself_is_replaced_by_a_cycle_through_the_new_ones(void **state)
+{
+    (void)state;
+    for (int last = 0; last < 2; last++) {
+        dla_layer *l[] = {
+            dla_feature_input_layer(3, &(dla_feature_input_options){.name = "in"}),
+            dla_addition_layer(2, &(dla_layer_options){.name = "add"}),
+            dla_relu_layer(&(dla_layer_options){.name = "relu"}),
+        };
+        dla_net *net = dla_net_create(last ? 2 : 3, l);
+        if (last)
+            dla_layer_free(l[2]);
+        assert_non_null(net);
+        assert_int_equal(dla_net_connect(net, "add", "add/in2"), DLA_OK);
+        dla_layer *nl[] = {dla_addition_layer(2, &(dla_layer_options){.name = "a2"}),
+                           dla_tanh_layer(&(dla_layer_options){.name = "t"})};
+        if (dla_net_replace_layer(net, "add", 2, nl) != DLA_OK)
+            fail_msg("%s", dla_last_error());
+        assert_string_equal(layer_list(net), last ? "in a2 t" : "in a2 t relu");
+        assert_string_equal(connection_list(net), last ? "a2>t in>a2/in1 t>a2/in2"
+                                                       : "a2>t in>a2/in1 t>a2/in2 t>relu");
+        assert_int_equal(dla_net_init(net, 0, NULL), DLA_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(dla_last_error(), "cycle"));
+        dla_net_free(net);
+    }
+}
+
 static void refusals_leave_the_network_as_it_was(void **state)
 {
     (void)state;
@@ -494,6 +527,7 @@ int main(void)
         TU_TEST(replaced_layer_starts_afresh_and_the_others_keep_their_values),
         TU_TEST(replacing_with_several_layers_is_the_network_built_with_them),
         TU_TEST(inputs_are_reconnected_by_order),
+        TU_TEST(a_layer_feeding_itself_is_replaced_by_a_cycle_through_the_new_ones),
         TU_TEST(refusals_leave_the_network_as_it_was),
         TU_TEST(removed_layers_take_their_connections_and_values),
         TU_TEST(removed_layers_named_by_the_network_itself),

@@ -1070,6 +1070,46 @@ static void long_layer_names_go_through_a_file_each_with_its_tensors(void **stat
     dla_net_free(net);
 }
 
+/* A network of more than 64 inputs: its copy was refused ("64 example
+ * tensors for 65 inputs") and the file dla_net_save wrote was refused by
+ * dla_net_load as corrupt ("too many Inputs"). */
+static void a_network_of_many_inputs_copies_saves_and_loads(void **state)
+{
+    (void)state;
+    dla_layer *ls[] = {dla_concatenation_layer(1, 64, &(dla_layer_options){.name = "cat"}),
+                       dla_fc_layer(3, &(dla_fc_layer_options){.name = "fc"}),
+                       dla_addition_layer(2, &(dla_layer_options){.name = "add"})};
+    dla_net *net = dla_net_create(3, ls), *back = NULL;
+    assert_non_null(net);
+    assert_int_equal(dla_net_input_count(net), 65);
+    dla_scope_begin();
+    dla_tensor *x[65];
+    for (int i = 0; i < 64; i++)
+        x[i] = dla_tensor_from_host((float[]){(float)i, (float)-i}, DLA_F32, "CB", DLA_DIMS(1, 2));
+    x[64] = dla_ones(DLA_F32, "CB", DLA_DIMS(3, 2));
+    if (dla_net_init(net, 65, x) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    dla_net *copy = dla_net_copy(net);
+    if (!copy)
+        fail_msg("%s", dla_last_error());
+    assert_int_equal(dla_net_save(net, path("many.safetensors")), DLA_OK);
+    if (dla_net_load(path("many.safetensors"), &back) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    assert_int_equal(dla_net_input_count(back), 65);
+    assert_same_values(dla_net_learnables(net), dla_net_learnables(back));
+    dla_tensor *y[3];
+    dla_net *nets[3] = {net, copy, back};
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(dla_net_predict(nets[k], 65, x, 1, &y[k], NULL), DLA_OK);
+    for (int k = 1; k < 3; k++)
+        for (int64_t i = 0; i < dla_tensor_numel(y[0]); i++)
+            assert_true(dla_tensor_item(y[k], i) == dla_tensor_item(y[0], i));
+    dla_scope_end();
+    dla_net_free(back);
+    dla_net_free(copy);
+    dla_net_free(net);
+}
+
 /* `dlaccel net FILE` shows every "layer/parameter" whole, its dims
  * column aligned by display columns. It cut the name to 159 bytes, so two
  * long layer names sharing their start, and each one's Weights and Bias,
@@ -1197,6 +1237,7 @@ int main(void)
         TU_TEST(a_header_length_past_the_file_is_refused_before_it_is_used),
         TU_TEST(a_layer_name_that_is_not_utf8_is_refused_naming_it),
         TU_TEST(long_layer_names_go_through_a_file_each_with_its_tensors),
+        TU_TEST(a_network_of_many_inputs_copies_saves_and_loads),
         TU_TEST(dlaccel_net_shows_long_and_accented_names_whole_and_aligned),
         TU_TEST(a_parameter_of_another_dtype_is_refused_by_the_save),
     };

@@ -771,7 +771,9 @@ typedef struct dla_layer_type {
     /* The summary's type column ("Slice Difference Convolution"); NULL:
      * the type name. */
     const char *description;
-    /* The default layer name (numbered "name_1"); NULL: the type name. */
+    /* The default layer name (numbered "name_1"); NULL: the type name.
+     * Letters, digits and '_', as the type name (a '/' would make layer
+     * names that connections cannot name). */
     const char *default_name;
     /* The number of inputs (MATLAB's NumInputs), named "in1".."inN" in
      * connections when more than one; 0: 1. */
@@ -878,7 +880,7 @@ DLA_API void dla_net_free(dla_net *net);
 
 /* MATLAB addLayers: adds the n layers, connected in sequence among
  * themselves (not to the existing ones), taking them over. The network
- * becomes uninitialized; a call that fails (a duplicate name, a layer in
+ * becomes uninitialized (n 0 changes nothing); a call that fails (a duplicate name, a layer in
  * an error state...) frees the layers it could take and leaves the
  * network as it was, initialized if it was. */
 DLA_API dla_status dla_net_add_layers(dla_net *net, int n, dla_layer *const *layers);
@@ -901,7 +903,7 @@ DLA_API dla_status dla_net_remove_layers(dla_net *net, int n, const char *const 
  * the place of the layer named name, taking them over. What fed input K
  * of the old layer feeds input K of the first new layer (MATLAB's
  * ReconnectBy "order"); every layer the old one fed is fed by the last new
- * layer. The old layer is freed with its learnables, state and statistics:
+ * layer (an input the old layer fed itself too: a cycle stays a cycle). The old layer is freed with its learnables, state and statistics:
  * a new layer may have its name and still starts from its initializers,
  * while every other layer keeps its values (transfer learning: replace
  * the last fully connected layer of a trained network, dla_net_init, and
@@ -921,7 +923,9 @@ DLA_API dla_status dla_net_replace_layer(dla_net *net, const char *name, int n,
  * not input layers needs one example tensor per input (its dtype, dims
  * and format; values unused); with input layers, examples may be NULL,
  * and so may an input layer's entry in a list that also names a free
- * input's example.
+ * input's example (an entry given for an input layer must have the
+ * layer's format and sizes, any observations and steps: DLA_ERR_SHAPE
+ * otherwise, as the layer, not the example, sizes the network).
  * Parameters are single unless the examples are double (those the network
  * has already are kept, converted to the examples' dtype); they are made on
  * the device of the parameters the network has already (one moved with
