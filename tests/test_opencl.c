@@ -16,7 +16,8 @@
  * step (conv,
  * batchnorm, relu, maxpool, fully connected, softmax, cross-entropy, with
  * gradients) agrees with the cpu plugin's; scatter_add refuses an index of
- * more than INT32_MAX positions by name.
+ * more than INT32_MAX positions by name; reductions that keep a dim of 0
+ * give empty results.
  *
  * tests/opencl.mk runs it with the build tree's opencl manifest on the
  * path; without an OpenCL device every test is skipped, and says why.
