@@ -25,13 +25,13 @@ tests_test_opencl_SOURCES = tests/test_opencl.c tests/testutil.h
 tests_test_opencl_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_opencl_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
 check_PROGRAMS += tests/test_opencl_plan
-tests_test_opencl_differential_SOURCES = tests/test_opencl_differential.c tests/testutil.h
-tests_test_opencl_differential_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
-tests_test_opencl_differential_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
-check_PROGRAMS += tests/test_opencl_differential
 tests_test_opencl_plan_SOURCES = tests/test_opencl_plan.c tests/testutil.h
 tests_test_opencl_plan_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_opencl_plan_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
+check_PROGRAMS += tests/test_opencl_differential
+tests_test_opencl_differential_SOURCES = tests/test_opencl_differential.c tests/testutil.h
+tests_test_opencl_differential_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_opencl_differential_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
 TESTS += tests/opencl_test.sh tests/opencl_plan_test.sh tests/tensor_on_opencl.sh tests/autodiff_on_opencl.sh \
 	tests/higher_on_opencl.sh tests/derivatives_on_opencl.sh tests/attention_on_opencl.sh \
 	tests/resize_on_opencl.sh tests/opencl_examples.sh tests/opencl_without_platform.sh
