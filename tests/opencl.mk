@@ -28,10 +28,16 @@ check_PROGRAMS += tests/test_opencl_plan
 tests_test_opencl_plan_SOURCES = tests/test_opencl_plan.c tests/testutil.h
 tests_test_opencl_plan_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_opencl_plan_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
+check_PROGRAMS += tests/test_opencl_differential
+tests_test_opencl_differential_SOURCES = tests/test_opencl_differential.c tests/testutil.h
+tests_test_opencl_differential_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_opencl_differential_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
 TESTS += tests/opencl_test.sh tests/opencl_plan_test.sh tests/tensor_on_opencl.sh tests/autodiff_on_opencl.sh \
 	tests/higher_on_opencl.sh tests/derivatives_on_opencl.sh tests/attention_on_opencl.sh \
 	tests/resize_on_opencl.sh tests/opencl_examples.sh tests/opencl_without_platform.sh
 EXTRA_DIST += tests/opencl_test.sh tests/opencl_plan_test.sh
+TESTS += tests/opencl_differential.sh
 TESTS += tests/ode45_on_opencl.sh tests/lbfgs_on_opencl.sh tests/net_mask_on_opencl.sh tests/ctc_on_opencl.sh
 endif
-EXTRA_DIST += tests/ode45_on_opencl.sh tests/lbfgs_on_opencl.sh tests/ctc_on_opencl.sh
+EXTRA_DIST += tests/ode45_on_opencl.sh tests/lbfgs_on_opencl.sh tests/ctc_on_opencl.sh \
+	tests/opencl_differential.sh tests/test_opencl_differential.c

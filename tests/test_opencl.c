@@ -16,7 +16,8 @@
  * step (conv,
  * batchnorm, relu, maxpool, fully connected, softmax, cross-entropy, with
  * gradients) agrees with the cpu plugin's; scatter_add refuses an index of
- * more than INT32_MAX positions by name.
+ * more than INT32_MAX positions by name; reductions that keep a dim of 0
+ * give empty results.
  *
  * tests/opencl.mk runs it with the build tree's opencl manifest on the
  * path; without an OpenCL device every test is skipped, and says why.
@@ -507,6 +508,36 @@ static void *no_gigabytes(void *user, void *ptr, size_t size)
  * had, positions that wrapped negative (the kernel reading before x). It
  * is refused by name before anything is copied, as the cuda plugin does.
  * Index and x are one element each through stride 0: no memory needed. */
+/* Reductions that keep a dim of 0 (an empty batch) have no outputs: the
+ * plugin's plan divided its work-items by their count before looking (a
+ * SIGFPE on a GPU's driver; PoCL's own SIGFPE handler skipped the division,
+ * so plain programs went on, but under cmocka's handler this test died). */
+static void reductions_with_no_outputs_give_empty_results(void **state)
+{
+    (void)state;
+    need_devices();
+    dla_device_set_current(ocl);
+    dla_scope_begin();
+    dla_tensor *xs[] = {dla_zeros(DLA_F32, "", DLA_DIMS(1024, 0)),
+                        dla_zeros(DLA_F64, "", DLA_DIMS(1025, 0, 5)),
+                        dla_permute(dla_zeros(DLA_F32, "", DLA_DIMS(5, 0, 1025)), 3,
+                                    (const int64_t[]){3, 2, 1})};
+    const int64_t over[2][2] = {{1, 0}, {1, 3}};
+    for (int i = 0; i < 3; i++) {
+        const int n = i == 0 ? 1 : 2;
+        dla_tensor *r[] = {dla_sum(xs[i], n, over[i > 0]), dla_mean(xs[i], n, over[i > 0]),
+                           dla_max(xs[i], n, over[i > 0]), dla_min(xs[i], n, over[i > 0])};
+        for (int k = 0; k < 4; k++) {
+            assert_int_equal(dla_tensor_status(r[k]), DLA_OK);
+            assert_int_equal(dla_tensor_numel(r[k]), 0);
+            assert_int_equal(dla_tensor_dim(r[k], 1), 1);
+            assert_int_equal(dla_tensor_dim(r[k], 2), 0);
+        }
+    }
+    dla_scope_end();
+    dla_device_set_current(NULL);
+}
+
 static void scatter_add_refuses_an_index_longer_than_int32(void **state)
 {
     need_devices();
@@ -1063,6 +1094,7 @@ int main(void)
         TU_TEST(tanh_saturates_at_one_as_on_the_cpu_plugin),
         TU_TEST(scatter_add_into_a_long_table_agrees_with_the_cpu_plugin),
         TU_TEST(scatter_add_refuses_an_index_longer_than_int32),
+        TU_TEST(reductions_with_no_outputs_give_empty_results),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }

@@ -27,9 +27,9 @@ typedef struct red {
 } red;
 _Static_assert(RD == DLA_MAX_DIMS, "reduce.cl's dla_red holds every dim");
 
-static void make_plan(const dla__ocl_device *d, red *r, const dla_reduce_args *a)
+/* r->g is the kit's split of the call, with at least one output. */
+static void make_plan(const dla__ocl_device *d, red *r)
 {
-    dla_kit_reduce_split(a, &r->g);
     /* A CPU runs a few long runs best (a work-item per core and then
      * some), a GPU many interleaved work-items. */
     const int64_t target = d->cpu ? 8 * (int64_t)d->units : TARGET_ITEMS;
@@ -51,9 +51,12 @@ dla_status dla__ocl_reduce(void *dev, const dla_reduce_args *args)
     if (s != DLA_OK)
         return s;
     red r;
-    make_plan(d, &r, args);
+    dla_kit_reduce_split(args, &r.g);
+    /* No outputs (a dim of 0 kept: an empty batch): nothing to write, and
+     * make_plan would divide by the count. */
     if (r.g.outputs == 0)
         return DLA_OK;
+    make_plan(d, &r);
     const int sum = args->op == DLA_REDUCE_SUM || args->op == DLA_REDUCE_MEAN;
     char bx[DLA_KIT_DIMS_BUF];
     if (r.g.nred == 0 && !sum)
