@@ -143,7 +143,7 @@ dla_status dla__ds_learn_count(dla_datastore *ds, int again, const char *op)
     if (ds->count >= 0 && !(again && ds->count_learned))
         return DLA_OK;
     dla__ds_rewind(ds);
-    int64_t n = 0, next_word = 1000000;
+    int64_t n = 0, next_warning = 1000000;
     dla_status st = DLA_OK;
     while (st == DLA_OK && dla__ds_has_next(ds)) {
         if (n == INT32_MAX) {
@@ -155,12 +155,12 @@ dla_status dla__ds_learn_count(dla_datastore *ds, int again, const char *op)
         }
         /* One whose hasdata never ends is never counted: say so as the
          * reads pile up (at 10^6, 10^7, ...), rather than wait unseen. */
-        if (n >= 1000000 && n == next_word) {
+        if (n >= 1000000 && n == next_warning) {
             dla__log(DLA_LOG_WARN,
                      "%s: %lld observations of the %s read so far to count them; one whose "
                      "hasdata never ends cannot be counted: give it num_observations",
                      op, (long long)n, ds->kind->name);
-            next_word *= 10;
+            next_warning *= 10;
         }
         dla_tensor *out[DLA__DS_MAX];
         st = dla__ds_next_obs(ds, out, op);
