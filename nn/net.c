@@ -32,6 +32,15 @@ static int find_n(const dla_net *net, const char *name, size_t n)
     return -1;
 }
 
+int dla__net_find_output(const dla_net *net, const char *name)
+{
+    int i = dla__net_find(net, name);
+    const size_t n = name ? strlen(name) : 0;
+    if (i < 0 && n > 4 && !strcmp(name + n - 4, "/out"))
+        i = find_n(net, name, n - 4);
+    return i;
+}
+
 char *dla__net_port_name(const dla_layer *l, int port)
 {
     size_t n = strlen(l->name) + 16;

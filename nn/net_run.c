@@ -249,7 +249,8 @@ static dla_status run_net(dla_net *net, const char *fn, int nin, dla_tensor *con
                               want ? dla_net_output_name(net, 0) : "none",
                               want > 1 ? "..." : "");
         for (int i = 0; st == DLA_OK && i < want; i++) {
-            ctx.outs[i] = opts && opts->outputs ? dla__net_find(net, opts->outputs[i]) : net->outputs[i];
+            ctx.outs[i] = opts && opts->outputs ? dla__net_find_output(net, opts->outputs[i])
+                                                : net->outputs[i];
             if (ctx.outs[i] < 0)
                 st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: no layer is named '%s'", fn,
                                   opts->outputs[i] ? opts->outputs[i] : "(null)");

@@ -449,6 +449,9 @@ dla_device *dla__net_device(dla_net *net);
 const char *dla__net_cast_name(dla_net *net);
 /* Layer index by name; -1 when none. */
 int dla__net_find(const dla_net *net, const char *name);
+/* The layer an output name names: its name, or MATLAB's "name/out" (the
+ * layer's one output); -1 when none. */
+int dla__net_find_output(const dla_net *net, const char *name);
 /* A batch normalization layer's State rows (TrainedMean, TrainedVariance)
  * and its input. */
 typedef struct dla__bn_rows {

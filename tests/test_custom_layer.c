@@ -393,6 +393,19 @@ static void outputs_by_name_run_only_the_layers_they_need(void **state)
     assert_true(max_abs_diff(y, z) == 0); /* cc passes fc's activation on */
     assert_int_equal(dla_net_predict(net, 1, &x, 1, &z, NULL), DLA_OK);
     assert_int_equal(calls_made, before + 2);
+    /* MATLAB's "layer/out" names a layer's one output too. */
+    dla_tensor *w;
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &w,
+                                     &(dla_net_forward_options){
+                                         .outputs = (const char *const[]){"fc/out"}}),
+                     DLA_OK);
+    assert_true(max_abs_diff(w, y) == 0);
+    assert_int_equal(calls_made, before + 2);
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &w,
+                                     &(dla_net_forward_options){
+                                         .outputs = (const char *const[]){"fc/in"}}),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "no layer is named 'fc/in'"));
     dla_net_free(net);
     dla_scope_end();
 }

@@ -1049,7 +1049,8 @@ DLA_API dla_status dla_net_set_input_statistics(dla_net *net, const char *layer,
 
 typedef struct dla_net_forward_options {
     /* The layers whose outputs are wanted (MATLAB's Outputs name-value),
-     * noutputs names; NULL: the network's outputs. Only the layers they
+     * noutputs names (a layer's name, or MATLAB's "name/out" for its one
+     * output); NULL: the network's outputs. Only the layers they
      * read run (and, when the new state is an output, every layer with
      * state and what it reads). */
     const char *const *outputs;
