@@ -324,8 +324,9 @@ static dla_status combine_state(dla_net *net, int n, dla_tensor *const *state, i
         if (flag[i] == (double)size) {
             cx[ncomb] = count ? in[i] : old->values[i];
             /* The labels of the state passed, where it has the row's dims
-             * (trainnet's worker without a share passes its placeholder
-             * forward's, labelled as the others'), else the row's. */
+             * (a trainnet worker whose share of the batch is empty runs its
+             * forward on the batch's first observation, weighing 0, and
+             * passes that state, labelled as the others'), else the row's. */
             clab[ncomb] = count || (in[i] && combinable(old->values[i], in[i])) ? in[i]
                                                                                  : old->values[i];
             crow[ncomb++] = i;

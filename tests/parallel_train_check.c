@@ -483,9 +483,10 @@ static void state_of_an_empty_worker(void)
         snprintf(detail, sizeof detail, "largest difference %.3g (limit 1e-12)", worst);
     check(st == DLA_OK && worst <= 1e-12,
           "a custom layer's \"CB\" state with the last worker passing the network's own", detail);
-    /* Passing a row labelled as the others' (trainnet's worker without a
-     * share passes its placeholder forward's), it gets the others' labels
-     * back: every rank holds the same network. */
+    /* Passing a row labelled as the others' (a trainnet worker with an
+     * empty share passes the state of its forward on the batch's first
+     * observation, which weighs 0), it gets the others' labels back:
+     * every rank holds the same network. */
     if (!count)
         part[0] = dla_zeros(DLA_F64, "CB", DLA_DIMS(C, 1));
     st = dla_spmd_combine_state(net, 1, part, count, N, comb);
