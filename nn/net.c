@@ -105,12 +105,19 @@ static int name_taken(const dla_net *net, const char *name, int n, dla_layer *co
     return 0;
 }
 
-/* Gives an unnamed layer MATLAB's default name with the first free number,
- * free among the network's layers and the ngiven given with it: an unnamed
- * "fc" before one named "fc_1" took "fc_1" too, and the call failed as
- * "two layers are named 'fc_1'" (MATLAB names unnamed layers around the
- * names given). */
-static dla_status name_layer(dla_net *net, dla_layer *l, int ngiven, dla_layer *const *given)
+/* Gives an unnamed layer MATLAB's default name: the bare name ("fc") when
+ * it is the only unnamed layer of its kind in the call and no layer has
+ * that name, else the name with the first free number ("fc_1", "fc_2"),
+ * free among the network's layers and the ngiven given with it. MATLAB
+ * makes the default names unique the same way: dlnetwork([... fc relu fc])
+ * names them fc_1, relu, fc_2, and an unnamed "fc" beside one named "fc_1"
+ * takes "fc_2" (numbering every unnamed layer made MATLAB's lone "fc"
+ * "fc_1", and code naming it "fc" failed). first_free is where the search
+ * for a number starts: the number the previous layer of the kind in this
+ * call took, plus one (starting at 1 each time made naming 3000 unnamed
+ * layers cubic: 9 s). */
+static dla_status name_layer(dla_net *net, dla_layer *l, int alone, int *first_free, int ngiven,
+                             dla_layer *const *given)
 {
     if (l->name[0]) {
         if (dla__net_find(net, l->name) >= 0)
@@ -125,14 +132,39 @@ static dla_status name_layer(dla_net *net, dla_layer *l, int ngiven, dla_layer *
     char *n = dla__nn_malloc(size);
     if (!n)
         return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "dla_net: cannot name a layer");
-    for (int k = 1;; k++) {
-        snprintf(n, size, "%s_%d", l->kind->default_name, k);
-        if (!name_taken(net, n, ngiven, given))
-            break;
-    }
+    snprintf(n, size, "%s", l->kind->default_name);
+    if (!alone || name_taken(net, n, ngiven, given))
+        for (int k = *first_free;; k++) {
+            snprintf(n, size, "%s_%d", l->kind->default_name, k);
+            if (!name_taken(net, n, ngiven, given)) {
+                *first_free = k + 1;
+                break;
+            }
+        }
     dla__nn_free(l->name);
     l->name = n;
     return DLA_OK;
+}
+
+/* For each of the n layers given that is unnamed, the index of the first
+ * unnamed one of its default name (kind[i] = i for that one; -1 for named
+ * layers), and in count[first] how many unnamed ones have that name. */
+static void group_unnamed(int n, dla_layer *const *layers, int *kind, int *count)
+{
+    for (int i = 0; i < n; i++) {
+        count[i] = 0;
+        kind[i] = -1;
+        if (layers[i]->name[0])
+            continue;
+        kind[i] = i;
+        for (int j = 0; j < i; j++)
+            if (kind[j] == j && !strcmp(layers[j]->kind->default_name,
+                                        layers[i]->kind->default_name)) {
+                kind[i] = j;
+                break;
+            }
+        count[kind[i]]++;
+    }
 }
 
 /* The index of the first of layers[0..i-1] that is layers[i]; -1 if none. */
@@ -211,13 +243,25 @@ static dla_status add_layers(dla_net *net, int n, dla_layer *const *layers, cons
         }
     }
     int first = net->nlayers;
+    /* kind, count, then the next number to try, per default name */
+    int *groups = st == DLA_OK && n > 0 ? dla__nn_malloc(3 * (size_t)n * sizeof *groups) : NULL;
+    if (st == DLA_OK && n > 0 && !groups)
+        st = dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot name %d layers", fn, n);
+    if (groups) {
+        group_unnamed(n, layers, groups, groups + n);
+        for (int i = 0; i < n; i++)
+            groups[2 * n + i] = 1;
+    }
     for (int i = 0; i < n && st == DLA_OK; i++) {
-        st = name_layer(net, layers[i], n, layers);
+        int g = groups[i];
+        st = name_layer(net, layers[i], g >= 0 && groups[n + g] == 1,
+                        g >= 0 ? &groups[2 * n + g] : &groups[2 * n + i], n, layers);
         if (st == DLA_OK) {
             net->layers[net->nlayers++] = layers[i];
             layers[i]->owned = 1;
         }
     }
+    dla__nn_free(groups);
     if (st != DLA_OK) {
         /* Take back the ones added, and free every layer given: the
          * network is as it was, initialized still if it was (MATLAB's

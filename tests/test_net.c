@@ -80,15 +80,31 @@ static void a_sequence_has_matlabs_tables_and_names(void **state)
     assert_string_equal(dst, "fc");
     dla_net_free(net);
 
-    /* Unnamed layers get MATLAB's default names, numbered per kind. */
+    /* Unnamed layers get MATLAB's default names: numbered where two or
+     * more of a kind are given together (dlnetwork([... fc relu fc])
+     * names them fc_1, relu, fc_2), bare where one is alone; every lone
+     * one was numbered ("sequenceinput"), and code naming MATLAB's "fc"
+     * failed. */
     dla_layer *u[] = {dla_sequence_input_layer(3, NULL), dla_fc_layer(2, NULL), dla_relu_layer(NULL),
                       dla_fc_layer(2, NULL)};
     net = dla_net_create(4, u);
     assert_non_null(net);
-    assert_string_equal(dla_net_layer_name(net, 0), "sequenceinput_1");
+    assert_string_equal(dla_net_layer_name(net, 0), "sequenceinput");
     assert_string_equal(dla_net_layer_name(net, 1), "fc_1");
+    assert_string_equal(dla_net_layer_name(net, 2), "relu");
     assert_string_equal(dla_net_layer_name(net, 3), "fc_2");
     assert_string_equal(dla_net_layer_type(net, 2), "relu");
+    /* A lone one added later: bare while that name is free, then the
+     * first free number ("fc_1" and "fc_2" are taken). */
+    dla_layer *later[] = {dla_fc_layer(2, NULL)};
+    assert_int_equal(dla_net_add_layers(net, 1, later), DLA_OK);
+    assert_string_equal(dla_net_layer_name(net, 4), "fc");
+    later[0] = dla_fc_layer(2, NULL);
+    assert_int_equal(dla_net_add_layers(net, 1, later), DLA_OK);
+    assert_string_equal(dla_net_layer_name(net, 5), "fc_3");
+    later[0] = dla_relu_layer(NULL);
+    assert_int_equal(dla_net_add_layers(net, 1, later), DLA_OK);
+    assert_string_equal(dla_net_layer_name(net, 6), "relu_1");
     dla_net_free(net);
 
     /* An unnamed layer's number skips the names given to layers later in
@@ -97,21 +113,44 @@ static void a_sequence_has_matlabs_tables_and_names(void **state)
      * a network MATLAB builds. The same in dla_net_add_layers and
      * dla_net_replace_layer. */
     dla_layer *v[] = {dla_feature_input_layer(3, NULL), dla_fc_layer(4, NULL),
-                      dla_fc_layer(2, &(dla_fc_layer_options){.name = "fc_1"})};
-    net = dla_net_create(3, v);
+                      dla_fc_layer(2, &(dla_fc_layer_options){.name = "fc_1"}), dla_fc_layer(2, NULL)};
+    net = dla_net_create(4, v);
     if (!net)
         fail_msg("%s", dla_last_error());
+    assert_string_equal(dla_net_layer_name(net, 0), "featureinput");
     assert_string_equal(dla_net_layer_name(net, 1), "fc_2");
     assert_string_equal(dla_net_layer_name(net, 2), "fc_1");
-    dla_layer *w[] = {dla_relu_layer(NULL), dla_relu_layer(&(dla_layer_options){.name = "relu_1"})};
+    assert_string_equal(dla_net_layer_name(net, 3), "fc_3");
+    /* alone, but its bare name is given to another layer of the call */
+    dla_layer *w[] = {dla_relu_layer(NULL), dla_relu_layer(&(dla_layer_options){.name = "relu"})};
     assert_int_equal(dla_net_add_layers(net, 2, w), DLA_OK);
-    assert_string_equal(dla_net_layer_name(net, 3), "relu_2");
-    dla_layer *z[] = {dla_tanh_layer(NULL), dla_tanh_layer(&(dla_layer_options){.name = "tanh_1"})};
-    if (dla_net_replace_layer(net, "relu_2", 2, z) != DLA_OK)
+    assert_string_equal(dla_net_layer_name(net, 4), "relu_1");
+    assert_string_equal(dla_net_layer_name(net, 5), "relu");
+    dla_layer *z[] = {dla_tanh_layer(NULL), dla_tanh_layer(&(dla_layer_options){.name = "tanh_1"}),
+                      dla_tanh_layer(NULL)};
+    if (dla_net_replace_layer(net, "relu_1", 3, z) != DLA_OK)
         fail_msg("%s", dla_last_error());
-    assert_string_equal(dla_net_layer_name(net, 3), "tanh_2");
-    assert_string_equal(dla_net_layer_name(net, 4), "tanh_1");
+    assert_string_equal(dla_net_layer_name(net, 4), "tanh_2");
+    assert_string_equal(dla_net_layer_name(net, 5), "tanh_1");
+    assert_string_equal(dla_net_layer_name(net, 6), "tanh_3");
     dla_net_free(net);
+
+    /* Thousands of unnamed layers of one kind are named in linear passes
+     * (each search began at 1: 3000 took 9 s). No time is asserted here;
+     * the names are. */
+    enum { MANY = 3000 };
+    dla_layer **many = malloc(MANY * sizeof *many);
+    assert_non_null(many);
+    many[0] = dla_feature_input_layer(3, NULL);
+    for (int i = 1; i < MANY; i++)
+        many[i] = dla_relu_layer(NULL);
+    net = dla_net_create(MANY, many);
+    if (!net)
+        fail_msg("%s", dla_last_error());
+    assert_string_equal(dla_net_layer_name(net, 1), "relu_1");
+    assert_string_equal(dla_net_layer_name(net, MANY - 1), "relu_2999");
+    dla_net_free(net);
+    free(many);
 }
 
 static void bad_graphs_fail_naming_the_layer(void **state)
@@ -262,12 +301,12 @@ static void bad_graphs_fail_naming_the_layer(void **state)
     assert_non_null(fn);
     dla_layer *relu = dla_relu_layer(NULL);
     assert_int_equal(dla_net_add_layers(fn, 1, &relu), DLA_OK);
-    assert_int_equal(dla_net_connect(fn, "fc_1", "relu_1"), DLA_OK);
+    assert_int_equal(dla_net_connect(fn, "fc", "relu"), DLA_OK);
     dla_scope_begin();
     dla_tensor *seq = dla_zeros(DLA_F64, "CBT", DLA_DIMS(3, 4, 9));
     if (dla_net_init(fn, 1, &seq) != DLA_OK)
         fail_msg("%s", dla_last_error());
-    assert_int_equal(dla_tensor_dtype(dla_net_get(fn, "fc_1", "Weights")), DLA_F64);
+    assert_int_equal(dla_tensor_dtype(dla_net_get(fn, "fc", "Weights")), DLA_F64);
     dla_net_free(fn);
     fn = dla_net_create(2, (dla_layer *[]){dla_sequence_input_layer(3, NULL), dla_relu_layer(NULL)});
     assert_non_null(fn);
@@ -275,7 +314,7 @@ static void bad_graphs_fail_naming_the_layer(void **state)
     assert_int_equal(dla_net_add_layers(fn, 1, &relu2), DLA_OK);
     dla_tensor *img = dla_zeros(DLA_F32, "SSCB", DLA_DIMS(3, 1, 1, 1));
     assert_int_equal(dla_net_init(fn, 1, (dla_tensor *[]){img}), DLA_ERR_INVALID_ARGUMENT);
-    assert_int_equal(dla_net_connect(fn, "relu_1", "relu_2"), DLA_OK);
+    assert_int_equal(dla_net_connect(fn, "relu", "relu_1"), DLA_OK);
     assert_int_equal(dla_net_init(fn, 1, &img), DLA_ERR_SHAPE);
     dla_scope_end();
     dla_net_free(fn);
@@ -1101,10 +1140,10 @@ static void a_layer_goes_into_one_network_only(void **state)
     dla_layer *l[] = {dla_sequence_input_layer(3, NULL), fc};
     dla_net *b = dla_net_create(2, l);
     assert_null(b);
-    assert_non_null(strstr(dla_last_error(), "layer 2 ('fc_1') already belongs to a network"));
+    assert_non_null(strstr(dla_last_error(), "layer 2 ('fc') already belongs to a network"));
     /* The network that has it still works; the other layer given was freed. */
     assert_int_equal(dla_net_layer_count(a), 2);
-    assert_string_equal(dla_net_layer_name(a, 1), "fc_1");
+    assert_string_equal(dla_net_layer_name(a, 1), "fc");
     /* Freeing a layer its network owns is refused, and the network keeps it. */
     dla_clear_error();
     dla_layer_free(fc);

@@ -116,7 +116,7 @@ static void image_input_zscore_subtracts_mean_and_divides_by_std(void **state)
     /* A wrong size is refused, naming the layer. */
     dla_tensor *bad = dla_zeros(DLA_F32, "SSCB", DLA_DIMS(3, 3, 2, 1)), *y;
     assert_int_equal(dla_net_predict(net, 1, &bad, 1, &y, NULL), DLA_ERR_SHAPE);
-    assert_non_null(strstr(dla_last_error(), "imageinput_1"));
+    assert_non_null(strstr(dla_last_error(), "imageinput"));
     assert_int_equal(dla_tensor_status(y), DLA_ERR_SHAPE);
     dla_net_free(net);
     dla_net_free(zn);
@@ -134,9 +134,9 @@ static void input_statistics_come_from_data(void **state)
     /* channel 1: 1..6 (mean 3.5), channel 2: all 5 (no spread: std 1) over two tensors */
     dla_tensor *a = dla_tensor_from_host((double[]){1, 5, 2, 5, 3, 5}, DLA_F64, "CBT", DLA_DIMS(2, 1, 3));
     dla_tensor *b = dla_tensor_from_host((double[]){4, 5, 5, 5, 6, 5}, DLA_F64, "CBT", DLA_DIMS(2, 3, 1));
-    assert_int_equal(dla_net_set_input_statistics(net, "sequenceinput_1", 2, (dla_tensor *[]){a, b}), DLA_OK);
-    dla_tensor *m = dla_net_get(net, "sequenceinput_1", "Mean");
-    dla_tensor *s = dla_net_get(net, "sequenceinput_1", "StandardDeviation");
+    assert_int_equal(dla_net_set_input_statistics(net, "sequenceinput", 2, (dla_tensor *[]){a, b}), DLA_OK);
+    dla_tensor *m = dla_net_get(net, "sequenceinput", "Mean");
+    dla_tensor *s = dla_net_get(net, "sequenceinput", "StandardDeviation");
     assert_true(fabs(dla_tensor_item(m, 0) - 3.5) < 1e-6);
     assert_true(fabs(dla_tensor_item(m, 1) - 5) < 1e-6);
     assert_true(fabs(dla_tensor_item(s, 0) - sqrt(17.5 / 6)) < 1e-5);
@@ -285,7 +285,7 @@ static void feature_input_normalizes_and_takes_statistics_from_data(void **state
     dla_net *net = dla_net_create(2, l);
     assert_non_null(net);
     dla_tensor *x = ramp(DLA_F32, "CB", DLA_DIMS(3, 4), 1, -3), *y;
-    const dla_net_forward_options first = {.outputs = (const char *const[]){"featureinput_1"}};
+    const dla_net_forward_options first = {.outputs = (const char *const[]){"featureinput"}};
     assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, &first), DLA_OK);
     assert_same(y, dla_div(dla_sub(x, mean), sd));
     dla_tensor *bad = dla_zeros(DLA_F32, "CB", DLA_DIMS(2, 4));
@@ -299,10 +299,10 @@ static void feature_input_normalizes_and_takes_statistics_from_data(void **state
     assert_non_null(net);
     dla_tensor *a = dla_tensor_from_host((double[]){1, 5, 2, 5, 3, 5}, DLA_F64, "CB", DLA_DIMS(2, 3));
     dla_tensor *b = dla_tensor_from_host((double[]){4, 5, 5, 5, 6, 5}, DLA_F64, "CB", DLA_DIMS(2, 3));
-    assert_int_equal(dla_net_set_input_statistics(net, "featureinput_1", 2, (dla_tensor *[]){a, b}),
+    assert_int_equal(dla_net_set_input_statistics(net, "featureinput", 2, (dla_tensor *[]){a, b}),
                      DLA_OK);
-    dla_tensor *m = dla_net_get(net, "featureinput_1", "Mean");
-    dla_tensor *s = dla_net_get(net, "featureinput_1", "StandardDeviation");
+    dla_tensor *m = dla_net_get(net, "featureinput", "Mean");
+    dla_tensor *s = dla_net_get(net, "featureinput", "StandardDeviation");
     assert_true(fabs(dla_tensor_item(m, 0) - 3.5) < 1e-6);
     assert_true(fabs(dla_tensor_item(m, 1) - 5) < 1e-6);
     assert_true(fabs(dla_tensor_item(s, 0) - sqrt(17.5 / 6)) < 1e-5);
@@ -1009,7 +1009,7 @@ static void prelu_layer_scales_the_negative_part_by_alpha(void **state)
     dla_scope_begin();
     dla_tensor *x = ramp(DLA_F64, "SSCB", DLA_DIMS(3, 2, 3, 2), 1, -5);
     dla_net *net = one(dla_prelu_layer(DLA_PRELU_ALPHA, NULL), x);
-    dla_tensor *alpha = dla_net_get(net, "prelu_1", "Alpha");
+    dla_tensor *alpha = dla_net_get(net, "prelu", "Alpha");
     assert_int_equal(dla_tensor_numel(alpha), 1);
     assert_same(predict1(net, x), dla_add(dla_relu(x), dla_mul(dla_full(0.25, DLA_F64, "", 0,
                                                                           NULL),
@@ -1049,7 +1049,7 @@ static void prelu_layer_scales_the_negative_part_by_alpha(void **state)
     /* Sequences: Alpha is C x 1 and broadcasts over B and T. */
     dla_tensor *s = ramp(DLA_F32, "CBT", DLA_DIMS(4, 2, 3), 1, -5);
     net = one(dla_prelu_layer(0.5, &(dla_prelu_layer_options){.per_channel = 1}), s);
-    alpha = dla_net_get(net, "prelu_1", "Alpha");
+    alpha = dla_net_get(net, "prelu", "Alpha");
     assert_int_equal(dla_tensor_dim(alpha, 1), 4);
     assert_int_equal(dla_tensor_dim(alpha, 2), 1);
     assert_string_equal(dla_tensor_format(predict1(net, s)), "CBT");
@@ -1900,12 +1900,12 @@ static void three_d_layers_match_their_ops(void **state)
     assert_int_equal(dla_net_predict(in, 1, &flat, 1, &y, NULL), DLA_ERR_SHAPE);
     assert_non_null(strstr(dla_last_error(), "the layer takes \"SSSCB\" volumes of 6x5x4x3"));
     /* Statistics from data: per channel over space and batch. */
-    assert_int_equal(dla_net_set_input_statistics(in, "image3dinput_1", 1, &x), DLA_OK);
-    dla_tensor *m = dla_net_get(in, "image3dinput_1", "Mean");
+    assert_int_equal(dla_net_set_input_statistics(in, "image3dinput", 1, &x), DLA_OK);
+    dla_tensor *m = dla_net_get(in, "image3dinput", "Mean");
     assert_int_equal(dla_tensor_ndims(m), 4);
     assert_int_equal(dla_tensor_dim(m, 4), 3);
     assert_true(maxdiff(m, dla_mean(x, DLA_DIMS(1, 2, 3, 5))) < 1e-12);
-    assert_int_equal(dla_net_set_input_statistics(in, "image3dinput_1", 1, &flat),
+    assert_int_equal(dla_net_set_input_statistics(in, "image3dinput", 1, &flat),
                      DLA_ERR_FORMAT);
     dla_net_free(in);
 

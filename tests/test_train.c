@@ -1408,7 +1408,7 @@ static void a_gru_network_trains_on_sequences(void **state)
                                   &info), DLA_OK);
     assert_int_equal(info->iterations, 36);
     assert_true(info->training_loss[35] < 0.5 * info->training_loss[0]);
-    assert_int_equal(dla_tensor_dim(dla_net_get(trained, "gru_1", "HiddenState"), 2), 1);
+    assert_int_equal(dla_tensor_dim(dla_net_get(trained, "gru", "HiddenState"), 2), 1);
     dla_training_info_free(info);
     dla_net_free(trained);
     dla_net_free(net);
@@ -1434,7 +1434,7 @@ static void a_bilstm_network_trains_on_sequences(void **state)
         fail_msg("%s", dla_last_error());
     assert_int_equal(info->iterations, 36);
     assert_true(info->training_loss[35] < 0.5 * info->training_loss[0]);
-    dla_tensor *hs = dla_net_get(trained, "bilstm_1", "HiddenState");
+    dla_tensor *hs = dla_net_get(trained, "bilstm", "HiddenState");
     assert_int_equal(dla_tensor_dim(hs, 1), 8);
     assert_int_equal(dla_tensor_dim(hs, 2), 1);
     dla_training_info_free(info);
@@ -1468,7 +1468,7 @@ static void the_best_validation_network_has_the_initial_recurrent_state(void **s
                                   &info), DLA_OK);
     const char *rows[] = {"HiddenState", "CellState"};
     for (int k = 0; k < 2; k++) {
-        dla_tensor *h = dla_net_get(trained, "lstm_1", rows[k]);
+        dla_tensor *h = dla_net_get(trained, "lstm", rows[k]);
         assert_non_null(h);
         assert_int_equal(dla_tensor_dim(h, 2), 1);
         for (int64_t i = 0; i < dla_tensor_numel(h); i++)
@@ -1588,12 +1588,12 @@ static void sequences_train_with_each_sequence_length(void **state)
         assert_int_equal(iterations_seen, 36);
         assert_true(info->training_loss[35] < 0.5 * info->training_loss[0]);
         /* ResetInputNormalization computed the statistics from the data. */
-        dla_tensor *mean = dla_net_get(trained, "sequenceinput_1", "Mean");
+        dla_tensor *mean = dla_net_get(trained, "sequenceinput", "Mean");
         assert_non_null(mean);
-        assert_true(fabs(dla_tensor_item(dla_net_get(net, "sequenceinput_1", "Mean"), 0)) == 0);
+        assert_true(fabs(dla_tensor_item(dla_net_get(net, "sequenceinput", "Mean"), 0)) == 0);
         assert_true(fabs(dla_tensor_item(mean, 1)) < 0.1); /* channel 1 is centred noise */
         /* The LSTM's state is back at its initial size. */
-        assert_int_equal(dla_tensor_dim(dla_net_get(trained, "lstm_1", "HiddenState"), 2), 1);
+        assert_int_equal(dla_tensor_dim(dla_net_get(trained, "lstm", "HiddenState"), 2), 1);
         dla_training_info_free(info);
         dla_net_free(trained);
     }
@@ -2585,7 +2585,7 @@ static void input_normalization_is_reset_from_uint8_images(void **state)
     o.mini_batch_size = 20;
     assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
                                   NULL), DLA_OK);
-    dla_tensor *mean = dla_net_get(trained, "imageinput_1", "Mean");
+    dla_tensor *mean = dla_net_get(trained, "imageinput", "Mean");
     for (int p = 0; p < 4; p++)
         assert_true(tu_close(dla_tensor_item(mean, p), p * 10 + 1.0, 1e-6));
     /* ResetInputNormalization false (MATLAB: "calculate normalization
@@ -2598,7 +2598,7 @@ static void input_normalization_is_reset_from_uint8_images(void **state)
     assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &again,
                                   NULL), DLA_OK);
     for (int p = 0; p < 4; p++)
-        assert_true(tu_close(dla_tensor_item(dla_net_get(again, "imageinput_1", "Mean"), p),
+        assert_true(tu_close(dla_tensor_item(dla_net_get(again, "imageinput", "Mean"), p),
                              p * 10 + 1.0, 1e-6));
     dla_net_free(again);
     /* Statistics the network has (computed by an earlier training) are
@@ -2611,7 +2611,7 @@ static void input_normalization_is_reset_from_uint8_images(void **state)
     assert_int_equal(dla_trainnet(&d2, trained, &(dla_train_loss){.name = "crossentropy"}, &o,
                                   &again, NULL), DLA_OK);
     for (int p = 0; p < 4; p++)
-        assert_true(tu_close(dla_tensor_item(dla_net_get(again, "imageinput_1", "Mean"), p),
+        assert_true(tu_close(dla_tensor_item(dla_net_get(again, "imageinput", "Mean"), p),
                              p * 10 + 1.0, 1e-6));
     dla_net_free(again);
     dla_net_free(trained);
@@ -2627,7 +2627,7 @@ static void input_normalization_is_reset_from_uint8_images(void **state)
     assert_int_equal(dla_trainnet(&d, given, &(dla_train_loss){.name = "crossentropy"}, &o, &again,
                                   NULL), DLA_OK);
     for (int p = 0; p < 4; p++)
-        assert_true(dla_tensor_item(dla_net_get(again, "imageinput_1", "Mean"), p) == 0);
+        assert_true(dla_tensor_item(dla_net_get(again, "imageinput", "Mean"), p) == 0);
     dla_net_free(again);
     dla_net_free(given);
     dla_net_free(net);
@@ -2663,8 +2663,8 @@ static void a_feature_input_network_is_normalized_and_fits_a_regression(void **s
     assert_int_equal(dla_trainnet(&(dla_train_data){.predictors = x, .targets = y}, net,
                                   &(dla_train_loss){.name = "mse"}, &o, &trained, NULL),
                      DLA_OK);
-    dla_tensor *m = dla_net_get(trained, "featureinput_1", "Mean");
-    dla_tensor *s = dla_net_get(trained, "featureinput_1", "StandardDeviation");
+    dla_tensor *m = dla_net_get(trained, "featureinput", "Mean");
+    dla_tensor *s = dla_net_get(trained, "featureinput", "StandardDeviation");
     double want_m[2] = {0, 0}, want_s[2] = {0, 0};
     for (int f = 0; f < 2; f++) {
         for (int i = 0; i < 512; i++)
@@ -3604,7 +3604,7 @@ static void accuracy_of_one_channel_thresholds_at_a_half(void **state)
     dla_net *net = dla_net_create(2, l), *trained;
     assert_int_equal(dla_net_init(net, 1, &d.predictors), DLA_OK);
     const double w[2] = {1, 0};
-    assert_int_equal(dla_net_set(net, "fc_1", "Weights",
+    assert_int_equal(dla_net_set(net, "fc", "Weights",
                                  dla_tensor_from_host(w, DLA_F64, "", DLA_DIMS(1, 2))), DLA_OK);
     dla_training_options o = quiet();
     o.max_epochs = 1;

@@ -53,7 +53,9 @@
  * the network they are given to; dla_layer_free frees one that never was.
  * Layer names: unique within a network, UTF-8 text of any length without
  * '/' (the saved architecture is JSON); an empty name gets
- * MATLAB's default name with a number ("conv_1", "relu_2").
+ * MATLAB's default name: bare ("fc") for the one unnamed layer of its kind
+ * in a call while the name is free, numbered ("conv_1", "conv_2") for
+ * several, as dlnetwork names them.
  *
  * Tensors of a network (learnables, state, statistics) are owned by it:
  * functions returning them hand out borrowed references valid until they
@@ -135,7 +137,7 @@ DLA_API int dla_table_describe(const dla_table *t, char *buf, size_t size);
 
 /* Options every layer takes. */
 typedef struct dla_layer_options {
-    const char *name; /* NULL or "": MATLAB's default name, numbered */
+    const char *name; /* NULL or "": MATLAB's default name */
 } dla_layer_options;
 
 /* Initializer names for the *_initializer fields below (MATLAB's):
@@ -474,7 +476,7 @@ DLA_API dla_layer *dla_avgpool1d_layer(int64_t pool_size, const dla_pool1d_layer
  * observation's result does not depend on how much padding its
  * mini-batch holds, nor on what values the padded steps hold. */
 typedef struct dla_global_pool1d_layer_options {
-    const char *name;           /* NULL or "": MATLAB's default name, numbered */
+    const char *name;           /* NULL or "": MATLAB's default name */
     int has_padding_mask_input; /* 0 or 1: a second input, "mask" */
 } dla_global_pool1d_layer_options;
 DLA_API dla_layer *dla_global_maxpool1d_layer(const dla_global_pool1d_layer_options *opts);
@@ -771,7 +773,8 @@ typedef struct dla_layer_type {
     /* The summary's type column ("Slice Difference Convolution"); NULL:
      * the type name. */
     const char *description;
-    /* The default layer name (numbered "name_1"); NULL: the type name.
+    /* The default layer name (numbered "name_1" where several are
+     * unnamed); NULL: the type name.
      * Letters, digits and '_', as the type name (a '/' would make layer
      * names that connections cannot name). */
     const char *default_name;
