@@ -751,7 +751,7 @@ static dla_status check_ds_batch(const trainer *tr, int val, int64_t index, dla_
     if (tr->classify && tr->seq_targets)
         return renamed(dla__train_check_step_classes(
                            what, t, m && dla_tensor_numel(m) == dla_tensor_numel(t) ? m : NULL,
-                           tr->classes, tr->o.sequence_padding_value),
+                           tr->classes),
                        NULL);
     const int xb = dla_tensor_find_dim(x, 'B');
     const int64_t n = xb ? dla_tensor_dim(x, xb) : dla_tensor_dim(x, dla_tensor_ndims(x));
@@ -951,7 +951,13 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
      * step for step, as target_sequences are checked to. */
     const int align = dst && ds_fmts[0] && strchr(ds_fmts[0], 'T') && ds_fmts[1] &&
                       strchr(ds_fmts[1], 'T') && ds_steps_align(tr, d, ds_fmts);
-    dla_status st = dla__mbq_create_counted(dst ? 1 : 2, in, &mo, align, q);
+    /* Class numbers per step that do not line up with their predictors
+     * have no mask: padded with NaN, their padded steps are no class (one-
+     * hot zeros, passed over by check_ds_batch). Padded with
+     * SequencePaddingValue, its default 0 trained every padded step as
+     * class 0, in silence. */
+    const int nan_pad = ds_per_step && !align;
+    dla_status st = dla__mbq_create_counted(dst ? 1 : 2, in, &mo, align, nan_pad, q);
     if (st != DLA_OK) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", dla_last_error());

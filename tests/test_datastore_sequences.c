@@ -822,17 +822,34 @@ static void test_targets_of_an_output_with_other_steps_than_its_input(void **sta
         if (classes) {
             /* Of two lengths, the targets' padding (no class) is not
              * checked as a class: the predictors' mask does not fit them
-             * (it was taken for theirs: "came as 1x4x5 ..."). */
+             * (it was taken for theirs: "came as 1x4x5 ..."). Nor is it
+             * trained as one, whatever SequencePaddingValue: the default
+             * 0 trained each padded step as class 0 (another loss than
+             * -7's, which no class is), and 0.1 was refused, read back
+             * from single as 0.100000001 ("0.1 is not a class number"). */
             int two = 2;
             dla_datastore *varied;
             assert_ok(dla_custom_datastore_create(
                 &(dla_custom_datastore){.num_outputs = 2, .num_observations = N,
                                         .read_at = halved_read_at, .ctx = &two},
                 &varied));
-            o.sequence_padding_value = -7;
-            assert_ok(dla_trainnet(&(dla_train_data){.datastore = varied}, net, &loss, &o, &b,
-                                   NULL));
-            dla_net_free(b);
+            const double pads[] = {-7, 0, 0.1};
+            double first[2] = {0, 0};
+            for (int k = 0; k < 3; k++) {
+                o.sequence_padding_value = pads[k];
+                dla_training_info *iv;
+                if (dla_trainnet(&(dla_train_data){.datastore = varied}, net, &loss, &o, &b,
+                                 &iv) != DLA_OK)
+                    fail_msg("padding value %g: %s", pads[k], dla_last_error());
+                assert_int_equal(iv->iterations, 4);
+                for (int i = 0; i < 2; i++) {
+                    if (k == 0)
+                        first[i] = iv->training_loss[i];
+                    tu_assert_near(iv->training_loss[i], first[i], 0);
+                }
+                dla_training_info_free(iv);
+                dla_net_free(b);
+            }
             dla_datastore_free(varied);
         }
         dla_net_free(net);
