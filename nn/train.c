@@ -81,6 +81,7 @@ typedef struct trainer {
     int val_bad;                 /* validations in a row without a new lowest loss */
     int64_t updated;             /* the last iteration whose update was applied */
     int64_t validated;           /* the last iteration validated (0: none) */
+    int64_t reported;            /* the last iteration whose table row was printed */
     dla_tensor *class_list;      /* 0..K-1 along C, to one-hot class numbers */
     dla__train_par par;          /* the workers of "parallel" and "multi-gpu" */
     struct {                     /* solver "lbfgs" */
@@ -1249,6 +1250,7 @@ static void report_row(trainer *tr, const dla_training_state *s, int validated)
     char row[512];
     dla__train_table_row(&tr->table, s, validated, row, sizeof row);
     say(tr, row);
+    tr->reported = s->iteration;
 }
 
 static void progress_text(trainer *tr, const dla_training_state *s)
@@ -1571,18 +1573,25 @@ static dla_status finish_iteration(trainer *tr, dla_training_state *sp, int last
     if ((st = history_push(tr, &s)) != DLA_OK)
         return st;
     record(tr, &s);
-    if (tr->o.verbose && (tr->iteration == 1 || tr->iteration % tr->o.verbose_frequency == 0 ||
-                          validated || last || *stop))
-        report_row(tr, &s, validated);
+    const int row = tr->iteration == 1 || tr->iteration % tr->o.verbose_frequency == 0 ||
+                    validated || last || *stop;
     progress_text(tr, &s);
     if (tr->o.checkpoint_path && !strcmp(tr->o.checkpoint_frequency_unit, "iteration") &&
         tr->iteration % tr->o.checkpoint_frequency == 0 && (st = checkpoint(tr)) != DLA_OK)
         return st;
+    int fn_stop = 0;
     if (tr->o.output_fn && tr->o.output_fn(tr->o.output_ctx, &s)) {
         snprintf(tr->hist.info->stop_reason, sizeof tr->hist.info->stop_reason,
                  "Stopped by OutputFcn");
-        *stop = 1;
+        *stop = fn_stop = 1;
     }
+    /* The row after the OutputFcn's answer: a stop it makes where no
+     * validation ran is validated at the end (validate_at_the_end), which
+     * prints this row with the returned network's figures; printed here
+     * too, the table showed the iteration twice. Without validation data
+     * the row of such a stop is printed here (it was missing). */
+    if (tr->o.verbose && (row || fn_stop) && !(fn_stop && tr->val_q && !validated))
+        report_row(tr, &s, validated);
     return DLA_OK;
 }
 
@@ -1925,7 +1934,8 @@ static dla_status validate_at_the_end(trainer *tr)
     if (st != DLA_OK)
         return st;
     record_series(tr, &s, 0);
-    if (tr->o.verbose)
+    /* Printed already where another rank's OutputFcn stopped training. */
+    if (tr->o.verbose && tr->reported != tr->iteration)
         report_row(tr, &s, 1);
     progress_text(tr, &s);
     return write_chart(tr);
