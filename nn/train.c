@@ -326,7 +326,23 @@ static dla_status metrics_of(const trainer *tr, dla_tensor *y, dla_tensor *t, do
         } else {
             hit = dla_eq(dla_onehotdecode(y, NULL), dla_onehotdecode(t, NULL));
         }
-        st = mean_of(hit, m, tr->mask_steps, acc);
+        /* Class numbers per step that the input's mask does not fit (an
+         * output of other steps than the input's): their padded steps are
+         * one-hot zeros, no class, which decodes as class 0; counted, they
+         * made the accuracy depend on what the network gave there. Only
+         * the steps that hold a class count. */
+        dla_tensor *am = m;
+        double count = tr->mask_steps;
+        const int tc = dla_tensor_find_dim(t, 'C');
+        if (!m && tr->classify && tr->seq_targets && tc && dla_tensor_find_dim(t, 'T')) {
+            const int64_t along = tc;
+            dla_tensor *sum = dla_sum(t, 1, &along);
+            am = dla_gt(sum, dla_tensor_to_device(dla_zeros(dla_tensor_dtype(sum), "", 0, NULL),
+                                                  dla_tensor_device(sum)));
+            st = scalar_of(dla_sum(dla_cast(am, DLA_F64), 0, NULL), &count);
+        }
+        if (st == DLA_OK)
+            st = mean_of(hit, am, count, acc);
         *acc *= 100.0;
     }
     if (st == DLA_OK && (tr->metrics & DLA__METRIC_RMSE)) {
