@@ -88,6 +88,9 @@ struct dla_mbq {
     /* A datastore's sequence outputs have each observation's steps alike
      * (dla__mbq_create_counted). */
     int align_steps;
+    /* A datastore's sequence outputs after its first are padded with NaN
+     * (dla__mbq_create_counted). */
+    int nan_pad_targets;
     /* A datastore's count learned before is learned again (dla_mbq_create;
      * not for trainnet's, which learned it just before). */
     int recount;
@@ -233,9 +236,11 @@ static void read_datastore(dla_mbq *q, int i, const int64_t *obs, int64_t count,
     static const char op[] = "dla_mbq_next";
     mbq_input *in = &q->in[i];
     dla__ds_how how = {.lo = lo, .hi = hi, .align_steps = q->align_steps};
-    for (int j = 0; j < in->ds->nout; j++) {
+    for (int j = 0, seen = 0; j < in->ds->nout; j++) {
         how.at[j] = q->in[i + j].at;
         how.tdim[j] = q->in[i + j].tdim;
+        how.nan_pad[j] = how.tdim[j] && seen && q->nan_pad_targets;
+        seen += how.tdim[j] != 0;
         how.pad_as[j] = q->in[i + j].cast >= 0 ? q->in[i + j].cast + 1 : 0;
         how.masks[j] = q->in[i + j].mask ? masks + j : NULL;
         if (how.tdim[j])
@@ -895,7 +900,7 @@ static dla_status make_order(dla_mbq *q, const int64_t *first, const char *op)
 
 static dla_status create_queue(int ninputs, const dla_mbq_input *inputs,
                                const dla_mbq_options *opts, int recount, int align_steps,
-                               dla_mbq **out)
+                               int nan_pad_targets, dla_mbq **out)
 {
     static const char op[] = "dla_mbq_create";
     if (!out)
@@ -946,6 +951,7 @@ static dla_status create_queue(int ninputs, const dla_mbq_input *inputs,
         q->aug_at_pos = q->aug_rng;
     }
     q->align_steps = align_steps;
+    q->nan_pad_targets = nan_pad_targets;
     if (st == DLA_OK) {
         dla__data_rng_seed_words(&q->rng, q->nseed_words, q->seed_words);
         if (opts && opts->dispatch_in_background)
@@ -962,13 +968,14 @@ static dla_status create_queue(int ninputs, const dla_mbq_input *inputs,
 DLA_API dla_status dla_mbq_create(int ninputs, const dla_mbq_input *inputs,
                                   const dla_mbq_options *opts, dla_mbq **out)
 {
-    return create_queue(ninputs, inputs, opts, 1, 0, out);
+    return create_queue(ninputs, inputs, opts, 1, 0, 0, out);
 }
 
 dla_status dla__mbq_create_counted(int ninputs, const dla_mbq_input *inputs,
-                                   const dla_mbq_options *opts, int align_steps, dla_mbq **out)
+                                   const dla_mbq_options *opts, int align_steps,
+                                   int nan_pad_targets, dla_mbq **out)
 {
-    return create_queue(ninputs, inputs, opts, 0, align_steps, out);
+    return create_queue(ninputs, inputs, opts, 0, align_steps, nan_pad_targets, out);
 }
 
 DLA_API dla_status dla_mbq_partition(dla_mbq *q, int n, int index, dla_mbq **out)
@@ -1009,6 +1016,7 @@ DLA_API dla_status dla_mbq_partition(dla_mbq *q, int n, int index, dla_mbq **out
     p->discard = q->discard;
     p->rule = q->rule;
     p->align_steps = q->align_steps;
+    p->nan_pad_targets = q->nan_pad_targets;
     p->fn = q->fn;
     p->fn_ctx = q->fn_ctx;
     p->device = q->device;

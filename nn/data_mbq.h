@@ -29,9 +29,14 @@ dla_status dla__mbq_set_worker(dla_mbq *q, int workers, int worker);
  * number of steps (a target sequence a step short of its predictors,
  * padded to the batch's longest, would line up with other steps, or with
  * none), checked as each is joined: DLA_ERR_SHAPE from dla_mbq_next naming
- * the observation. */
+ * the observation. With nan_pad_targets, a datastore's sequence outputs
+ * after its first (the targets, cast to single or double) are padded with
+ * NaN, not the padding value: class numbers per step whose steps are not
+ * their predictors', which the predictors' mask does not cover, so that a
+ * padded step is no class whatever SequencePaddingValue is. */
 dla_status dla__mbq_create_counted(int ninputs, const dla_mbq_input *inputs,
-                                   const dla_mbq_options *opts, int align_steps, dla_mbq **out);
+                                   const dla_mbq_options *opts, int align_steps,
+                                   int nan_pad_targets, dla_mbq **out);
 /* 1 when the last batch dla_mbq_next handed out was a worker's
  * placeholder, holding no observation of its own (it weighs 0). */
 int dla__mbq_last_empty(const dla_mbq *q);

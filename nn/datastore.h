@@ -113,6 +113,11 @@ typedef struct dla__ds_how {
      * (sequence-to-sequence targets and their predictors), or the join
      * fails naming it. */
     int align_steps;
+    /* Nonzero for a sequence output padded with NaN rather than the rule's
+     * value (cast to single or double first): trainnet's class numbers per
+     * step whose steps are not their predictors', which no mask covers, so
+     * that a padded step is no class (a padding value of 0 was class 0). */
+    unsigned char nan_pad[DLA__DS_MAX];
 } dla__ds_how;
 
 /* Observations idx[0..n-1] of an indexed ds joined, n >= 1, held, on the

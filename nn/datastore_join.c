@@ -51,7 +51,7 @@ static int64_t batch_steps(const dla_datastore *ds, int j, int64_t n, dla_tensor
  * steps as the rule says: right keeps its first steps and pads after them,
  * left its last and pads before, so that sequences end together. */
 static dla_tensor *fit_steps(dla_tensor *t, int tdim, int64_t steps, const dla__seq_rule *rule,
-                             int64_t *kept)
+                             double padding_value, int64_t *kept)
 {
     int64_t d[DLA_MAX_DIMS];
     dims_of(t, d);
@@ -68,7 +68,7 @@ static dla_tensor *fit_steps(dla_tensor *t, int tdim, int64_t steps, const dla__
         before[tdim - 1] = steps - keep;
     else
         after[tdim - 1] = steps - keep;
-    return dla_pad(t, tdim, before, after, rule->padding_value);
+    return dla_pad(t, tdim, before, after, padding_value);
 }
 
 /* A padding value the padded dtype holds as it is: fill stores 0.5 as 0
@@ -136,9 +136,12 @@ static dla_status join_one(const dla_datastore *ds, int j, int64_t n, dla_tensor
                 tdim ? " but for its time steps" : "");
     }
     /* Cut to the shortest, no sequence is padded: any value will do. */
+    const double padding_value = !tdim              ? 0
+                                 : how->nan_pad[j] ? NAN
+                                                   : how->rule->padding_value;
     if (tdim && how->rule->mode != DLA__SEQ_SHORTEST) {
         const dla_dtype pt = how->pad_as[j] ? (dla_dtype)(how->pad_as[j] - 1) : dla_tensor_dtype(t0);
-        dla_status st = padding_fits(how->rule->padding_value, pt, ds, j, op);
+        dla_status st = padding_fits(padding_value, pt, ds, j, op);
         if (st != DLA_OK)
             return st;
     }
@@ -170,7 +173,7 @@ static dla_status join_one(const dla_datastore *ds, int j, int64_t n, dla_tensor
             t = dla_cast(t, (dla_dtype)(how->pad_as[j] - 1));
         if (tdim) {
             int64_t kept;
-            t = fit_steps(t, tdim, steps, how->rule, &kept);
+            t = fit_steps(t, tdim, steps, how->rule, padding_value, &kept);
             /* The valid steps, laid out as the batch: 1 x b x T. */
             const int64_t first = how->rule->left ? steps - kept : 0, b = hi - lo;
             for (int64_t s = 0; valid && s < kept; s++)

@@ -76,7 +76,7 @@ static dla_status make_queue(dla_net *net, const dla_train_data *d, const dla_pr
         .sequence = {.length = p->sequence_length, .padding_value = p->sequence_padding_value,
                      .padding_direction = p->sequence_padding_direction},
     };
-    return dla__mbq_create_counted(1, &in, &o, 0, q); /* counted by the caller */
+    return dla__mbq_create_counted(1, &in, &o, 0, 0, q); /* counted by the caller */
 }
 
 /* Sequence-to-sequence outputs of mini-batches padded to different

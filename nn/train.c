@@ -81,6 +81,7 @@ typedef struct trainer {
     int val_bad;                 /* validations in a row without a new lowest loss */
     int64_t updated;             /* the last iteration whose update was applied */
     int64_t validated;           /* the last iteration validated (0: none) */
+    int64_t reported;            /* the last iteration whose table row was printed */
     dla_tensor *class_list;      /* 0..K-1 along C, to one-hot class numbers */
     dla__train_par par;          /* the workers of "parallel" and "multi-gpu" */
     struct {                     /* solver "lbfgs" */
@@ -325,7 +326,23 @@ static dla_status metrics_of(const trainer *tr, dla_tensor *y, dla_tensor *t, do
         } else {
             hit = dla_eq(dla_onehotdecode(y, NULL), dla_onehotdecode(t, NULL));
         }
-        st = mean_of(hit, m, tr->mask_steps, acc);
+        /* Class numbers per step that the input's mask does not fit (an
+         * output of other steps than the input's): their padded steps are
+         * one-hot zeros, no class, which decodes as class 0; counted, they
+         * made the accuracy depend on what the network gave there. Only
+         * the steps that hold a class count. */
+        dla_tensor *am = m;
+        double count = tr->mask_steps;
+        const int tc = dla_tensor_find_dim(t, 'C');
+        if (!m && tr->classify && tr->seq_targets && tc && dla_tensor_find_dim(t, 'T')) {
+            const int64_t along = tc;
+            dla_tensor *sum = dla_sum(t, 1, &along);
+            am = dla_gt(sum, dla_tensor_to_device(dla_zeros(dla_tensor_dtype(sum), "", 0, NULL),
+                                                  dla_tensor_device(sum)));
+            st = scalar_of(dla_sum(dla_cast(am, DLA_F64), 0, NULL), &count);
+        }
+        if (st == DLA_OK)
+            st = mean_of(hit, am, count, acc);
         *acc *= 100.0;
     }
     if (st == DLA_OK && (tr->metrics & DLA__METRIC_RMSE)) {
@@ -751,7 +768,7 @@ static dla_status check_ds_batch(const trainer *tr, int val, int64_t index, dla_
     if (tr->classify && tr->seq_targets)
         return renamed(dla__train_check_step_classes(
                            what, t, m && dla_tensor_numel(m) == dla_tensor_numel(t) ? m : NULL,
-                           tr->classes, tr->o.sequence_padding_value),
+                           tr->classes),
                        NULL);
     const int xb = dla_tensor_find_dim(x, 'B');
     const int64_t n = xb ? dla_tensor_dim(x, xb) : dla_tensor_dim(x, dla_tensor_ndims(x));
@@ -951,7 +968,13 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
      * step for step, as target_sequences are checked to. */
     const int align = dst && ds_fmts[0] && strchr(ds_fmts[0], 'T') && ds_fmts[1] &&
                       strchr(ds_fmts[1], 'T') && ds_steps_align(tr, d, ds_fmts);
-    dla_status st = dla__mbq_create_counted(dst ? 1 : 2, in, &mo, align, q);
+    /* Class numbers per step that do not line up with their predictors
+     * have no mask: padded with NaN, their padded steps are no class (one-
+     * hot zeros, passed over by check_ds_batch). Padded with
+     * SequencePaddingValue, its default 0 trained every padded step as
+     * class 0, in silence. */
+    const int nan_pad = ds_per_step && !align;
+    dla_status st = dla__mbq_create_counted(dst ? 1 : 2, in, &mo, align, nan_pad, q);
     if (st != DLA_OK) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", dla_last_error());
@@ -1243,6 +1266,7 @@ static void report_row(trainer *tr, const dla_training_state *s, int validated)
     char row[512];
     dla__train_table_row(&tr->table, s, validated, row, sizeof row);
     say(tr, row);
+    tr->reported = s->iteration;
 }
 
 static void progress_text(trainer *tr, const dla_training_state *s)
@@ -1565,18 +1589,25 @@ static dla_status finish_iteration(trainer *tr, dla_training_state *sp, int last
     if ((st = history_push(tr, &s)) != DLA_OK)
         return st;
     record(tr, &s);
-    if (tr->o.verbose && (tr->iteration == 1 || tr->iteration % tr->o.verbose_frequency == 0 ||
-                          validated || last || *stop))
-        report_row(tr, &s, validated);
+    const int row = tr->iteration == 1 || tr->iteration % tr->o.verbose_frequency == 0 ||
+                    validated || last || *stop;
     progress_text(tr, &s);
     if (tr->o.checkpoint_path && !strcmp(tr->o.checkpoint_frequency_unit, "iteration") &&
         tr->iteration % tr->o.checkpoint_frequency == 0 && (st = checkpoint(tr)) != DLA_OK)
         return st;
+    int fn_stop = 0;
     if (tr->o.output_fn && tr->o.output_fn(tr->o.output_ctx, &s)) {
         snprintf(tr->hist.info->stop_reason, sizeof tr->hist.info->stop_reason,
                  "Stopped by OutputFcn");
-        *stop = 1;
+        *stop = fn_stop = 1;
     }
+    /* The row after the OutputFcn's answer: a stop it makes where no
+     * validation ran is validated at the end (validate_at_the_end), which
+     * prints this row with the returned network's figures; printed here
+     * too, the table showed the iteration twice. Without validation data
+     * the row of such a stop is printed here (it was missing). */
+    if (tr->o.verbose && (row || fn_stop) && !(fn_stop && tr->val_q && !validated))
+        report_row(tr, &s, validated);
     return DLA_OK;
 }
 
@@ -1919,7 +1950,8 @@ static dla_status validate_at_the_end(trainer *tr)
     if (st != DLA_OK)
         return st;
     record_series(tr, &s, 0);
-    if (tr->o.verbose)
+    /* Printed already where another rank's OutputFcn stopped training. */
+    if (tr->o.verbose && tr->reported != tr->iteration)
         report_row(tr, &s, 1);
     progress_text(tr, &s);
     return write_chart(tr);

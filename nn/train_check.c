@@ -267,7 +267,7 @@ dla_status dla__train_check_channels(const char *what, dla_tensor *targets, cons
 }
 
 dla_status dla__train_check_step_classes(const char *what, dla_tensor *t, dla_tensor *m,
-                                         int64_t k, double pad)
+                                         int64_t k)
 {
     const int bd = dla_tensor_find_dim(t, 'B'), td = dla_tensor_find_dim(t, 'T');
     const int64_t n = dla_tensor_numel(t);
@@ -296,7 +296,7 @@ dla_status dla__train_check_step_classes(const char *what, dla_tensor *t, dla_te
     dla_scope_end();
     int64_t bad = -1;
     for (int64_t i = 0; st == DLA_OK && i < n && bad < 0; i++)
-        if ((valid ? valid[i] : v[i] != pad) &&
+        if ((valid ? valid[i] : !isnan(v[i])) &&
             !(v[i] >= 0 && v[i] < (double)k && v[i] == floor(v[i])))
             bad = i;
     const double b = bad >= 0 ? v[bad] : 0;

@@ -55,12 +55,12 @@ dla_status dla__train_check_classes(const char *what, dla_tensor *targets, int64
 /* A datastore's padded batch of class numbers per step (1 x B x T "CBT",
  * any real dtype), m its steps' mask (NULL where it has none or the
  * network's output has other steps than its input, whose mask does not
- * fit: steps holding the padding value pad are then taken for padding):
+ * fit: the queue then pads them with NaN, and NaN steps are padding):
  * each step that holds data a whole number in 0..k-1, or
  * DLA_ERR_INVALID_ARGUMENT naming what, the observation of the batch, the
  * step and the value. */
 dla_status dla__train_check_step_classes(const char *what, dla_tensor *t, dla_tensor *m,
-                                         int64_t k, double pad);
+                                         int64_t k);
 /* Targets with a C dim (theirs, or out_format's when unformatted) of the
  * network output's channel count: DLA_ERR_SHAPE naming both counts, and
  * what the targets look like when n (their observations; 0: unknown)

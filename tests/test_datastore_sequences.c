@@ -822,17 +822,65 @@ static void test_targets_of_an_output_with_other_steps_than_its_input(void **sta
         if (classes) {
             /* Of two lengths, the targets' padding (no class) is not
              * checked as a class: the predictors' mask does not fit them
-             * (it was taken for theirs: "came as 1x4x5 ..."). */
+             * (it was taken for theirs: "came as 1x4x5 ..."). Nor is it
+             * trained as one, whatever SequencePaddingValue: the default
+             * 0 trained each padded step as class 0 (another loss than
+             * -7's, which no class is), and 0.1 was refused, read back
+             * from single as 0.100000001 ("0.1 is not a class number"). */
             int two = 2;
             dla_datastore *varied;
             assert_ok(dla_custom_datastore_create(
                 &(dla_custom_datastore){.num_outputs = 2, .num_observations = N,
                                         .read_at = halved_read_at, .ctx = &two},
                 &varied));
-            o.sequence_padding_value = -7;
-            assert_ok(dla_trainnet(&(dla_train_data){.datastore = varied}, net, &loss, &o, &b,
-                                   NULL));
-            dla_net_free(b);
+            const double pads[] = {-7, 0, 0.1};
+            double first[2] = {0, 0};
+            for (int k = 0; k < 3; k++) {
+                o.sequence_padding_value = pads[k];
+                dla_training_info *iv;
+                if (dla_trainnet(&(dla_train_data){.datastore = varied}, net, &loss, &o, &b,
+                                 &iv) != DLA_OK)
+                    fail_msg("padding value %g: %s", pads[k], dla_last_error());
+                assert_int_equal(iv->iterations, 4);
+                for (int i = 0; i < 2; i++) {
+                    if (k == 0)
+                        first[i] = iv->training_loss[i];
+                    tu_assert_near(iv->training_loss[i], first[i], 0);
+                }
+                dla_training_info_free(iv);
+                dla_net_free(b);
+            }
+            /* Its accuracy counts the steps that hold a class: the padded
+             * ones (no class, which decodes as class 0) were counted as
+             * well, and testnet's accuracy moved with the padding value
+             * (10% with 0, 20% with -7), which changes what the network
+             * gives at a padded step. By hand, from minibatchpredict. */
+            dla_tensor *scores;
+            assert_ok(dla_minibatchpredict(net, &(dla_train_data){.datastore = varied}, NULL,
+                                           &scores));
+            float *sc = malloc(sizeof *sc * (size_t)dla_tensor_numel(scores));
+            assert_non_null(sc);
+            const size_t bytes = sizeof *sc * (size_t)dla_tensor_numel(scores);
+            assert_ok(dla_tensor_to_host(scores, sc, bytes));
+            const int64_t nt = dla_tensor_dim(scores, 3);
+            int hits = 0, steps = 0;
+            for (int64_t i = 0; i < N; i++)
+                for (int64_t st = 0; st < (i % 2 ? 5 : 4); st++, steps++) {
+                    const float *p = sc + 3 * (i + N * st);
+                    const int best = p[1] > p[0] ? (p[2] > p[1] ? 2 : 1) : (p[2] > p[0] ? 2 : 0);
+                    hits += best == (int)((st + i) % 3);
+                }
+            free(sc);
+            dla_tensor_release(scores);
+            assert_true(nt >= 5);
+            for (int k = 0; k < 3; k++) {
+                double acc;
+                assert_ok(dla_testnet(net, &(dla_train_data){.datastore = varied}, "accuracy",
+                                      &(dla_predict_options){.mini_batch_size = 4,
+                                                             .sequence_padding_value = pads[k]},
+                                      &acc));
+                tu_assert_near(acc, 100.0 * hits / steps, 1e-9);
+            }
             dla_datastore_free(varied);
         }
         dla_net_free(net);

@@ -2442,7 +2442,17 @@ static void output_fn_stops_training_and_schedules_drop_the_rate(void **state)
  * network returned, and "best-validation" may choose it) and its row is
  * printed. Before, an OutputFcn stop at iteration 5 with validations every
  * 3 iterations left the final figures at iteration 3's network, and the
- * table without iteration 5. */
+ * table without iteration 5. The row is printed once, with the validation
+ * (with VerboseFrequency 1 it came twice, without it and with it), and
+ * without validation data too (it was missing). */
+static int rows_of(const char *text, const char *row)
+{
+    int n = 0;
+    for (const char *p = strstr(text, row); p; p = strstr(p + 1, row))
+        n++;
+    return n;
+}
+
 static void a_stop_by_the_output_fn_validates_the_network_returned(void **state)
 {
     (void)state;
@@ -2460,7 +2470,8 @@ static void a_stop_by_the_output_fn_validates_the_network_returned(void **state)
         dla_training_options o = {.l2_regularization = -1, .max_epochs = 6, .mini_batch_size = 16,
                                   .initial_learn_rate = 0.5, .validation_data = &v,
                                   .validation_frequency = 3, .output_network = mode[k],
-                                  .output_fn = stop_at_5, .output_ctx = calls, .output = sink.f};
+                                  .output_fn = stop_at_5, .output_ctx = calls, .output = sink.f,
+                                  .verbose_frequency = k ? 1 : 0};
         if (dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
                          &info) != DLA_OK)
             fail_msg("trainnet: %s", dla_last_error());
@@ -2469,7 +2480,15 @@ static void a_stop_by_the_output_fn_validates_the_network_returned(void **state)
         assert_int_equal(info->iterations, 5);
         assert_int_equal(info->validations, 3);
         assert_int_equal(info->validation_iteration[2], 5);
-        assert_non_null(strstr(text, "|       1 |           5 |"));
+        if (rows_of(text, "|       1 |           5 |") != 1)
+            fail_msg("VerboseFrequency %d: iteration 5's row is not there once:\n%s",
+                     k ? 1 : 50, text);
+        /* With its validation loss: the 5th column (after the 5th '|')
+         * is not blank. */
+        const char *at = strstr(text, "|       1 |           5 |");
+        for (int bars = 0; bars < 5; at++)
+            bars += *at == '|';
+        assert_true(at[strspn(at, " ")] != '|');
         free(text);
         /* The returned network's loss on the validation data is the final
          * validation loss, and what "done" was given. */
@@ -2499,6 +2518,21 @@ static void a_stop_by_the_output_fn_validates_the_network_returned(void **state)
         dla_net_free(trained);
         dla_net_free(net);
     }
+    /* No validation data: the row of the stop is printed all the same. */
+    dla_net *net = mlp(), *trained;
+    tu_sink sink;
+    assert_non_null(tu_sink_open(&sink));
+    int calls[3] = {0};
+    dla_training_options o = {.l2_regularization = -1, .max_epochs = 6, .mini_batch_size = 16,
+                              .output_fn = stop_at_5, .output_ctx = calls, .output = sink.f};
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o,
+                                  &trained, NULL), DLA_OK);
+    char *text = tu_sink_text(&sink);
+    if (rows_of(text, "|       1 |           5 |") != 1)
+        fail_msg("without validation data, iteration 5's row is not there once:\n%s", text);
+    free(text);
+    dla_net_free(trained);
+    dla_net_free(net);
     dla_tensor_release(x);
     dla_tensor_release(t);
     dla_tensor_release(vx);
