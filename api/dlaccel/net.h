@@ -542,6 +542,27 @@ typedef struct dla_lstm_layer_options {
     const char *input_weights_initializer;     /* NULL: "glorot" */
     const char *recurrent_weights_initializer; /* NULL: "orthogonal" */
     const char *bias_initializer;              /* NULL: "unit-forget-gate" */
+    /* MATLAB's HasStateInputs: nonzero gives the layer three inputs, "in"
+     * (the sequences), "hidden" and "cell" (connect to "name/hidden" and
+     * "name/cell"; an unconnected one is a network input): the initial
+     * states, "CB" H x N for the N observations of "in" (or H x 1 for
+     * all; 2H for a bilstm, the forward direction's rows then the backward
+     * one's), which must be of the network's type. The layer then has no
+     * HiddenState and CellState (it is stateless: every run starts from
+     * its inputs, and dla_net_reset_state has nothing of it to reset), and
+     * gradients flow into the state inputs. A state input of another
+     * format, channel count or batch fails with DLA_ERR_SHAPE naming the
+     * layer, the input and both shapes. */
+    int has_state_inputs;
+    /* MATLAB's HasStateOutputs: nonzero gives the layer three outputs,
+     * "out" (as without: OutputMode applies to it alone), "hidden" and
+     * "cell": the states after the last step, "CB" H x N (2H x N for a
+     * bilstm, each direction's after its last step), whatever OutputMode.
+     * Connect from "name/hidden" and "name/cell" ("name" alone, or
+     * "name/out", is "out"); an output port nothing reads is an output of
+     * the network, named so (dla_net_output_name). Without state inputs
+     * the layer keeps its HiddenState and CellState as before. */
+    int has_state_outputs;
 } dla_lstm_layer_options;
 DLA_API dla_layer *dla_lstm_layer(int64_t num_hidden_units, const dla_lstm_layer_options *opts);
 
@@ -577,6 +598,10 @@ typedef struct dla_gru_layer_options {
     const char *input_weights_initializer;     /* NULL: "glorot" */
     const char *recurrent_weights_initializer; /* NULL: "orthogonal" */
     const char *bias_initializer;              /* NULL: "zeros" */
+    /* HasStateInputs and HasStateOutputs as the LSTM's, with one state:
+     * inputs "in" and "hidden", outputs "out" and "hidden" (H x N). */
+    int has_state_inputs;
+    int has_state_outputs;
 } dla_gru_layer_options;
 DLA_API dla_layer *dla_gru_layer(int64_t num_hidden_units, const dla_gru_layer_options *opts);
 
