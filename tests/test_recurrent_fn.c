@@ -476,6 +476,13 @@ static void test_state_ports_give_the_functions_bits(void **state)
                                              .outputs = (const char *[]){"l/cell"}}),
                          DLA_OK);
         assert_true(tu_same_bits(out[0], cs));
+        /* Another port of the same layer is another function (the
+         * accelerated network's key has the ports). */
+        assert_int_equal(dla_net_predict(net, 3, (dla_tensor *[]){x, h0, c0}, 1, out,
+                                         &(dla_net_forward_options){
+                                             .outputs = (const char *[]){"l/hidden"}}),
+                         DLA_OK);
+        assert_true(tu_same_bits(out[0], hs));
         int64_t d[DLA_MAX_DIMS];
         char f[DLA_MAX_DIMS + 1];
         assert_int_equal(dla_net_activation(net, "l/hidden", d, f), 2);
