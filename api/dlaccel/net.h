@@ -909,9 +909,11 @@ DLA_API void dla_net_free(dla_net *net);
  * an error state...) frees the layers it could take and leaves the
  * network as it was, initialized if it was. */
 DLA_API dla_status dla_net_add_layers(dla_net *net, int n, dla_layer *const *layers);
-/* MATLAB connectLayers(net, source, destination): source is a layer name;
- * destination a layer name (its only input) or "layer/inK". The
- * destination input must be free. The network becomes uninitialized. */
+/* MATLAB connectLayers(net, source, destination): source is a layer name
+ * ("layer/out" alike), or one of its output ports ("lstm/hidden",
+ * "lstm/cell": HasStateOutputs); destination a layer name (its only
+ * input), "layer/inK", or a named port ("attn/mask", "lstm/hidden").
+ * The destination input must be free. The network becomes uninitialized. */
 DLA_API dla_status dla_net_connect(dla_net *net, const char *source, const char *destination);
 /* MATLAB disconnectLayers. DLA_ERR_INVALID_ARGUMENT when not connected. */
 DLA_API dla_status dla_net_disconnect(dla_net *net, const char *source, const char *destination);
@@ -988,7 +990,10 @@ DLA_API const char *dla_net_layer_type(const dla_net *net, int i);
  * network is initialized or freed). */
 DLA_API int dla_net_input_count(const dla_net *net);
 DLA_API const char *dla_net_input_name(const dla_net *net, int i);
-/* The layers whose outputs nothing reads (before initialization too). */
+/* The layer outputs nothing reads (before initialization too): a
+ * layer's name, or "layer/out", "layer/hidden", "layer/cell" for a layer
+ * of several outputs (HasStateOutputs), each port nothing reads. Such a
+ * name stays valid as the input names do. */
 DLA_API int dla_net_output_count(const dla_net *net);
 DLA_API const char *dla_net_output_name(const dla_net *net, int i);
 /* Connection i as source and destination ("add/in2"); DLA_ERR_INVALID_ARGUMENT
@@ -996,7 +1001,8 @@ DLA_API const char *dla_net_output_name(const dla_net *net, int i);
 DLA_API int dla_net_connection_count(const dla_net *net);
 DLA_API dla_status dla_net_connection(const dla_net *net, int i, const char **source,
                                       const char **destination);
-/* The activation a layer (by name) or input i gives in the initializing
+/* The activation a layer (by name; an output port as "lstm/hidden") or
+ * input i gives in the initializing
  * run (one observation behind an input layer; an input given by example
  * has the example's dims, its batch included):
  * its dims into dims (DLA_MAX_DIMS room) and its labels into format
@@ -1074,8 +1080,9 @@ DLA_API dla_status dla_net_set_input_statistics(dla_net *net, const char *layer,
 
 typedef struct dla_net_forward_options {
     /* The layers whose outputs are wanted (MATLAB's Outputs name-value),
-     * noutputs names (a layer's name, or MATLAB's "name/out" for its one
-     * output); NULL: the network's outputs. Only the layers they
+     * noutputs names (a layer's name, or MATLAB's "name/out" for its
+     * first output, "name/hidden" and "name/cell" for its state outputs);
+     * NULL: the network's outputs. Only the layers they
      * read run (and, when the new state is an output, every layer with
      * state and what it reads). */
     const char *const *outputs;
