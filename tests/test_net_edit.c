@@ -236,7 +236,7 @@ static void a_layer_feeding_itself_is_replaced_by_a_cycle_through_the_new_ones(v
 static void state_ports_are_reconnected_by_name(void **state)
 {
     (void)state;
-    dla_layer *l[] = {dla_sequence_input_layer(3, NULL),
+    dla_layer *l[] = {dla_sequence_input_layer(3, &(dla_sequence_input_options){.name = "x"}),
                       dla_lstm_layer(4, &(dla_lstm_layer_options){.name = "enc",
                                                                   .has_state_outputs = 1}),
                       dla_lstm_layer(4, &(dla_lstm_layer_options){.name = "dec",
@@ -257,7 +257,7 @@ static void state_ports_are_reconnected_by_name(void **state)
     /* The GRU has one input: "dec/hidden" is connected. */
     assert_int_equal(dla_net_replace_layer(net, "dec", 1, &dec), DLA_ERR_INVALID_ARGUMENT);
     assert_int_equal(dla_net_replace_layer(net, "dec", 1, &dec3), DLA_OK);
-    const char *want[4][2] = {{"sequenceinput_1", "enc"}, {"enc/out", "dec3/in"},
+    const char *want[4][2] = {{"x", "enc"}, {"enc/out", "dec3/in"},
                               {"enc/hidden", "dec3/hidden"}, {"enc/cell", "dec3/cell"}};
     assert_int_equal(dla_net_connection_count(net), 4);
     for (int k = 0; k < 4; k++) {
