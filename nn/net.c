@@ -653,9 +653,15 @@ DLA_API const char *dla_net_output_name(const dla_net *net, int i)
     if (!net || i < 0)
         return NULL;
     if (net->initialized)
-        return i < net->noutputs ? net->output_names[i] : NULL;
-    return graph_ports((dla_net *)net) && i < net->graph_noutputs ? net->graph_output_names[i]
-                                                                  : NULL;
+        return i >= net->noutputs                        ? NULL
+               : net->layers[net->outputs[i]]->nout > 1 ? net->output_names[i]
+                                                        : net->layers[net->outputs[i]]->name;
+    /* A layer of one output: its own name, valid as long as the layer (as
+     * before layers had several), across initialization too. */
+    if (!graph_ports((dla_net *)net) || i >= net->graph_noutputs)
+        return NULL;
+    return net->layers[net->graph_outputs[i]]->nout > 1 ? net->graph_output_names[i]
+                                                        : net->layers[net->graph_outputs[i]]->name;
 }
 
 DLA_API int dla_net_connection_count(const dla_net *net) { return net ? net->nconn : 0; }

@@ -991,9 +991,10 @@ DLA_API const char *dla_net_layer_type(const dla_net *net, int i);
 DLA_API int dla_net_input_count(const dla_net *net);
 DLA_API const char *dla_net_input_name(const dla_net *net, int i);
 /* The layer outputs nothing reads (before initialization too): a
- * layer's name, or "layer/out", "layer/hidden", "layer/cell" for a layer
- * of several outputs (HasStateOutputs), each port nothing reads. Such a
- * name stays valid as the input names do. */
+ * layer's name (valid as long as the layer), or "layer/out",
+ * "layer/hidden", "layer/cell" for a layer of several outputs
+ * (HasStateOutputs), each port nothing reads (valid as the input names
+ * are). */
 DLA_API int dla_net_output_count(const dla_net *net);
 DLA_API const char *dla_net_output_name(const dla_net *net, int i);
 /* Connection i as source and destination ("add/in2"); DLA_ERR_INVALID_ARGUMENT
