@@ -233,7 +233,8 @@ typedef struct dla__layer_kind {
     dla_status (*check)(const dla__props *p, const char *name);
     /* Creates the parameters for these input shapes. */
     dla_status (*init)(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink);
-    /* Computes c->y and c->new_state (in training; in inference a state
+    /* Computes c->y (and c->y_more for a layer of several output ports)
+     * and c->new_state (in training; in inference a state
      * inference changes, a recurrent layer's, for dla_net_predict_state);
      * sticky errors allowed. */
     dla_status (*forward)(const dla__props *p, dla__call *c);
@@ -493,7 +494,8 @@ typedef struct dla__bn_rows {
 int dla__net_batchnorm_rows(const dla_net *net, int max, dla__bn_rows *out);
 /* Port `port` of layer l: "layer" (one input; port -1, an input layer's
  * own), "layer/inK" (port K-1 of several), "layer/in" and "layer/mask"
- * (a padding mask port), allocated (free with dla__nn_free); NULL when out
+ * (a padding mask port), "layer/in", "layer/hidden", "layer/cell" (state
+ * inputs), allocated (free with dla__nn_free); NULL when out
  * of memory. */
 char *dla__net_port_name(const dla_layer *l, int port);
 
