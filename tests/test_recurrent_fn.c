@@ -586,6 +586,26 @@ static dla_tensor *ports_fn(void *ctx, dla_tensor *const *in)
     return loss;
 }
 
+/* The decoder's output alone as the loss, and the gradient of every
+ * learnable (the encoder's reach the loss only through its states). */
+static dla_status decoder_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                               dla_tensor **out)
+{
+    (void)nout;
+    dla_net *net = ctx;
+    dla_tensor *y;
+    dla_status st = dla_net_forward(net, nin, in, 1, &y, NULL,
+                                    &(dla_net_forward_options){
+                                        .outputs = (const char *[]){"dec"}});
+    if (st != DLA_OK)
+        return st;
+    out[0] = total(dla_mul(y, y));
+    const int n = dla_table_count(dla_net_learnables(net));
+    for (int i = 0; i < n; i++)
+        out[1 + i] = NULL;
+    return dla_net_gradient(net, out[0], out + 1);
+}
+
 /* Gradients flow into the state inputs and out of the state outputs
  * (central differences), and from one layer's state outputs into
  * another's state inputs: an encoder whose final states start a
@@ -647,6 +667,18 @@ static void test_state_port_gradients_match_finite_differences(void **state)
     assert_true(tu_same_bits(out[0], hs));
     dla_scope_end();
     gc_check(ports_fn, net, 2, (dla_tensor *[]){in[0], x2}, check, 1e-6);
+    /* dla_net_gradient reaches the encoder's learnables (it refuses a
+     * learnable the loss does not depend on). */
+    dla_scope_begin();
+    dla_tensor *lg[7];
+    assert_int_equal(dla_table_count(dla_net_learnables(net)), 6);
+    if (dla_feval(decoder_loss, net, 2, (dla_tensor *[]){in[0], x2}, 7, lg) != DLA_OK)
+        fail_msg("gradient: %s", dla_last_error());
+    double gmax = 0;
+    for (int64_t i = 0; i < dla_tensor_numel(lg[1]); i++)
+        gmax = tu_worse(gmax, fabs(dla_tensor_item(lg[1], i))); /* enc's InputWeights */
+    assert_true(gmax > 1e-6);
+    dla_scope_end();
     dla_net_free(net);
     dla_tensor_release(x2);
     for (int i = 0; i < 3; i++)
