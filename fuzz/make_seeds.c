@@ -116,6 +116,18 @@ static void net_seeds(void)
                           .attention_mask = "causal"}),
                       dla_transposed_conv1d_layer(2, 3, NULL), dla_fc_layer(2, NULL)};
     net_seed("attention", dla_net_create(4, q));
+    /* State ports: an encoder's final states start a GRU decoder
+     * (connections from and to "enc/hidden"). */
+    dla_layer *e[] = {dla_sequence_input_layer(3, NULL),
+                      dla_lstm_layer(4, &(dla_lstm_layer_options){.name = "enc",
+                                                                  .has_state_outputs = 1}),
+                      dla_gru_layer(4, &(dla_gru_layer_options){.name = "dec",
+                                                                .has_state_inputs = 1,
+                                                                .has_state_outputs = 1})};
+    dla_net *ed = dla_net_create(3, e);
+    if (!ed || dla_net_connect(ed, "enc/hidden", "dec/hidden") != DLA_OK)
+        fail("the state-port network");
+    net_seed("state_ports", ed);
 }
 
 /* loss = sum((W2 tanh(W1 x + b1) - t).^2) and its gradients. */

@@ -105,6 +105,7 @@ dla_layer *dla__layer_new(const dla__layer_kind *kind, const char *name, int nin
     l->magic = DLA__HANDLE_LAYER;
     l->kind = kind;
     l->nin = nin;
+    l->nout = dla__kind_outputs(kind, props);
     l->props = *props;
     l->props.custom_type = kind->custom;
     l->name = dla__nn_strdup(name ? name : "");

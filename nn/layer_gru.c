@@ -27,6 +27,8 @@ static const dla__field fields[] = {
     F("InputWeightsInitializer", DLA__F_STRING, init[0], 1),
     F("RecurrentWeightsInitializer", DLA__F_STRING, init[1], 1),
     F("BiasInitializer", DLA__F_STRING, init[2], 1),
+    F("HasStateInputs", DLA__F_INT, state_io[0], 1),
+    F("HasStateOutputs", DLA__F_INT, state_io[1], 1),
     {NULL, 0, 0, 0},
 };
 
@@ -44,6 +46,8 @@ static dla_status check(const dla__props *p, const char *name)
     dla_status st = dla__layer_size("gru", name, "NumHiddenUnits", p->count, 1, 1 << 20);
     if (st == DLA_OK)
         st = dla__layer_size("gru", name, "InputSize", p->channels, 0, 1 << 24);
+    if (st == DLA_OK)
+        st = dla__state_io_check("gru", p, name);
     if (st != DLA_OK)
         return st;
     if (strcmp(p->mode, "sequence") && strcmp(p->mode, "last"))
@@ -74,10 +78,13 @@ static dla_status init(const dla_layer *l, int nin, const dla__shape *in, dla__p
     if (p->channels && p->channels != c)
         return dla__nn_fail(DLA_ERR_SHAPE, "the input has %lld channels, InputSize is %lld",
                             (long long)c, (long long)p->channels);
+    dla_status st = dla__state_io_init(l, in, p->count);
+    if (st != DLA_OK)
+        return st;
     const int64_t h = p->count, nb = reset_mode(p) == RECURRENT_BIAS ? 6 * h : 3 * h;
     const int64_t wd[2] = {3 * h, c}, rd[2] = {3 * h, h}, bd[2] = {nb, 1}, sd[2] = {h, 1};
     dla_tensor *w = dla__init_tensor(p->init[0], sink, 2, wd, (double)c, (double)(3 * h));
-    dla_status st = dla__param_add(sink, "InputWeights", DLA__LEARNABLE, w, 2, wd, 1);
+    st = dla__param_add(sink, "InputWeights", DLA__LEARNABLE, w, 2, wd, 1);
     if (st != DLA_OK)
         return st;
     dla_tensor *r = dla__init_tensor(p->init[1], sink, 2, rd, (double)h, (double)(3 * h));
@@ -86,12 +93,14 @@ static dla_status init(const dla_layer *l, int nin, const dla__shape *in, dla__p
     dla_tensor *b = dla__init_tensor(p->init[2], sink, 2, bd, (double)c, (double)(3 * h));
     if ((st = dla__param_add(sink, "Bias", DLA__LEARNABLE, b, 2, bd, 0)) != DLA_OK)
         return st;
+    if (p->state_io[0]) /* stateless: each run starts from its "hidden" input */
+        return DLA_OK;
     dla_tensor *s = dla__init_tensor("zeros", sink, 2, sd, 1, 1);
     /* H x 1, or H x N after a batch of N, as the LSTM's. */
     return dla__param_add_batched(sink, "HiddenState", DLA__STATE, s, 2, sd, 0);
 }
 
-static dla_status forward(const dla__props *p, dla__call *c)
+static dla_status run_layer(const dla__props *p, dla__call *c)
 {
     dla_tensor *rw = c->p[1], *bias = c->p[2];
     const int64_t h = p->count;
@@ -128,17 +137,23 @@ static dla_status forward(const dla__props *p, dla__call *c)
     return dla__recurrent_end(p, c, &run, 1, &ht);
 }
 
+static dla_status forward(const dla__props *p, dla__call *c)
+{
+    return dla__state_io_forward("gru", p->count, p, c, run_layer);
+}
+
 static void describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
 {
     (void)in;
-    snprintf(buf, size, "GRU with %lld hidden units (OutputMode '%s', ResetGateMode '%s')",
-             (long long)p->count, p->mode, p->option);
+    snprintf(buf, size, "GRU with %lld hidden units (OutputMode '%s', ResetGateMode '%s'%s%s)",
+             (long long)p->count, p->mode, p->option, p->state_io[0] ? ", HasStateInputs" : "",
+             p->state_io[1] ? ", HasStateOutputs" : "");
 }
 
 const dla__layer_kind dla__kind_gru = {
     .type = "gru", .display = "GRU", .default_name = "gru", .fields = fields, .check = check,
     .init = init, .forward = forward, .describe = describe,
-    .initial_state = dla__recurrent_initial_state,
+    .initial_state = dla__recurrent_initial_state, .state_ports = 1,
 };
 
 DLA_API dla_layer *dla_gru_layer(int64_t num_hidden_units, const dla_gru_layer_options *opts)
@@ -159,5 +174,7 @@ DLA_API dla_layer *dla_gru_layer(int64_t num_hidden_units, const dla_gru_layer_o
                                "gru: RecurrentWeightsInitializer");
     if (st == DLA_OK)
         st = dla__props_string(p.init[2], o.bias_initializer, "zeros", "gru: BiasInitializer");
-    return dla__layer_new(&dla__kind_gru, o.name, 1, &p, st);
+    p.state_io[0] = o.has_state_inputs != 0;
+    p.state_io[1] = o.has_state_outputs != 0;
+    return dla__layer_new(&dla__kind_gru, o.name, dla__kind_inputs(&dla__kind_gru, &p), &p, st);
 }

@@ -20,6 +20,8 @@ const dla__field dla__lstm_fields[] = {
     F("InputWeightsInitializer", DLA__F_STRING, init[0], 1),
     F("RecurrentWeightsInitializer", DLA__F_STRING, init[1], 1),
     F("BiasInitializer", DLA__F_STRING, init[2], 1),
+    F("HasStateInputs", DLA__F_INT, state_io[0], 1),
+    F("HasStateOutputs", DLA__F_INT, state_io[1], 1),
     {NULL, 0, 0, 0},
 };
 
@@ -28,6 +30,8 @@ dla_status dla__lstm_check(const char *type, const dla__props *p, const char *na
     dla_status st = dla__layer_size(type, name, "NumHiddenUnits", p->count, 1, 1 << 20);
     if (st == DLA_OK)
         st = dla__layer_size(type, name, "InputSize", p->channels, 0, 1 << 24);
+    if (st == DLA_OK)
+        st = dla__state_io_check(type, p, name);
     if (st != DLA_OK)
         return st;
     if (strcmp(p->mode, "sequence") && strcmp(p->mode, "last"))
@@ -70,6 +74,9 @@ dla_status dla__lstm_init(const char *type, int dirs, const dla_layer *l, const 
     if (p->channels && p->channels != c)
         return dla__nn_fail(DLA_ERR_SHAPE, "the input has %lld channels, InputSize is %lld",
                             (long long)c, (long long)p->channels);
+    dla_status st = dla__state_io_init(l, in, p->count * dirs);
+    if (st != DLA_OK)
+        return st;
     /* Each direction's rows one after the other (input, forget, cell
      * candidate, output; then the backward direction's), as MATLAB's
      * bilstmLayer stacks them; fan out 4H a direction, as MATLAB counts
@@ -77,7 +84,7 @@ dla_status dla__lstm_init(const char *type, int dirs, const dla_layer *l, const 
     const int64_t h = p->count, rows = 4 * h * dirs;
     int64_t wd[2] = {rows, c}, rd[2] = {rows, h}, bd[2] = {rows, 1}, sd[2] = {h * dirs, 1};
     dla_tensor *w = dla__init_tensor(p->init[0], sink, 2, wd, (double)c, (double)rows);
-    dla_status st = dla__param_add(sink, "InputWeights", DLA__LEARNABLE, w, 2, wd, 1);
+    st = dla__param_add(sink, "InputWeights", DLA__LEARNABLE, w, 2, wd, 1);
     if (st != DLA_OK)
         return st;
     /* MATLAB's fan sizes for recurrent weights: NumHiddenUnits and the rows. */
@@ -95,7 +102,9 @@ dla_status dla__lstm_init(const char *type, int dirs, const dla_layer *l, const 
         b = dla__init_tensor(p->init[2], sink, 2, bd, (double)c, (double)rows);
     if ((st = dla__param_add(sink, "Bias", DLA__LEARNABLE, b, 2, bd, 0)) != DLA_OK)
         return st;
-    for (int k = 0; k < 2; k++) {
+    /* With state inputs the layer is stateless (MATLAB's HiddenState and
+     * CellState are empty then): each run starts from its inputs. */
+    for (int k = 0; k < 2 && !p->state_io[0]; k++) {
         dla_tensor *s = dla__init_tensor("zeros", sink, 2, sd, 1, 1);
         /* H x 1, or H x N after a batch of N (MATLAB keeps a state per
          * observation): batched, so copies and files keep N. */
@@ -203,22 +212,28 @@ dla_status dla__lstm_forward(const char *type, int dirs, const dla__props *p, dl
     return dla__recurrent_end(&two, c, &run, 2, states);
 }
 
-static dla_status forward(const dla__props *p, dla__call *c)
+static dla_status run_layer(const dla__props *p, dla__call *c)
 {
     return dla__lstm_forward("lstm", 1, p, c);
+}
+
+static dla_status forward(const dla__props *p, dla__call *c)
+{
+    return dla__state_io_forward("lstm", p->count, p, c, run_layer);
 }
 
 static void describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
 {
     (void)in;
-    snprintf(buf, size, "LSTM with %lld hidden units (OutputMode '%s')", (long long)p->count,
-             p->mode);
+    snprintf(buf, size, "LSTM with %lld hidden units (OutputMode '%s'%s%s)", (long long)p->count,
+             p->mode, p->state_io[0] ? ", HasStateInputs" : "",
+             p->state_io[1] ? ", HasStateOutputs" : "");
 }
 
 const dla__layer_kind dla__kind_lstm = {
     .type = "lstm", .display = "LSTM", .default_name = "lstm", .fields = dla__lstm_fields, .check = check,
     .init = init, .forward = forward, .describe = describe,
-    .initial_state = dla__recurrent_initial_state,
+    .initial_state = dla__recurrent_initial_state, .state_ports = 2,
 };
 
 dla_layer *dla__lstm_new(const dla__layer_kind *kind, int64_t num_hidden_units,
@@ -240,7 +255,9 @@ dla_layer *dla__lstm_new(const dla__layer_kind *kind, int64_t num_hidden_units,
     snprintf(what, sizeof what, "%s: BiasInitializer", kind->type);
     if (st == DLA_OK)
         st = dla__props_string(p.init[2], o.bias_initializer, "unit-forget-gate", what);
-    return dla__layer_new(kind, o.name, 1, &p, st);
+    p.state_io[0] = o.has_state_inputs != 0;
+    p.state_io[1] = o.has_state_outputs != 0;
+    return dla__layer_new(kind, o.name, dla__kind_inputs(kind, &p), &p, st);
 }
 
 DLA_API dla_layer *dla_lstm_layer(int64_t num_hidden_units, const dla_lstm_layer_options *opts)

@@ -32,13 +32,37 @@ static int find_n(const dla_net *net, const char *name, size_t n)
     return -1;
 }
 
-int dla__net_find_output(const dla_net *net, const char *name)
+int dla__net_find_output(const dla_net *net, const char *name, int *port)
 {
-    int i = dla__net_find(net, name);
-    const size_t n = name ? strlen(name) : 0;
-    if (i < 0 && n > 4 && !strcmp(name + n - 4, "/out"))
-        i = find_n(net, name, n - 4);
+    int i = dla__net_find(net, name), p = 0;
+    const char *slash = name && i < 0 ? strrchr(name, '/') : NULL;
+    if (slash) {
+        i = find_n(net, name, (size_t)(slash - name));
+        p = -1;
+        for (int k = 0; i >= 0 && k < net->layers[i]->nout; k++)
+            if (!strcmp(slash + 1, dla__state_out_names[k]))
+                p = k;
+        if (p < 0)
+            i = -1;
+    }
+    if (port)
+        *port = i < 0 ? 0 : p;
     return i;
+}
+
+char *dla__net_output_port_name(const dla_layer *l, int port)
+{
+    size_t n = strlen(l->name) + 16;
+    char *s = dla__nn_malloc(n);
+    if (!s)
+        return NULL;
+    /* MATLAB names a layer's one output by the layer alone, and each of
+     * several by "layer/port". */
+    if (l->nout > 1)
+        snprintf(s, n, "%s/%s", l->name, dla__state_out_names[port]);
+    else
+        snprintf(s, n, "%s", l->name);
+    return s;
 }
 
 char *dla__net_port_name(const dla_layer *l, int port)
@@ -49,6 +73,8 @@ char *dla__net_port_name(const dla_layer *l, int port)
         return NULL;
     if (port >= 0 && l->kind->mask_port && l->nin == 2)
         snprintf(s, n, "%s/%s", l->name, port ? "mask" : "in");
+    else if (port >= 0 && l->kind->state_ports && l->nin > 1)
+        snprintf(s, n, "%s/%s", l->name, dla__state_in_names[port]);
     else if (port >= 0 && l->nin > 1)
         snprintf(s, n, "%s/in%d", l->name, port + 1);
     else
@@ -67,6 +93,11 @@ static void uninit(dla_net *net)
             dla__nn_free(net->src[i]);
     dla__nn_free(net->src);
     net->src = NULL;
+    if (net->src_port)
+        for (int i = 0; i < net->nlayers; i++)
+            dla__nn_free(net->src_port[i]);
+    dla__nn_free(net->src_port);
+    net->src_port = NULL;
     for (int i = 0; i < net->ninputs; i++)
         dla__nn_free(net->input_names ? net->input_names[i] : NULL);
     dla__nn_free(net->input_names);
@@ -76,6 +107,12 @@ static void uninit(dla_net *net)
     dla__nn_free(net->input_shapes);
     net->input_shapes = NULL;
     net->ninputs = 0;
+    for (int i = 0; net->output_names && i < net->noutputs; i++)
+        dla__nn_free(net->output_names[i]);
+    dla__nn_free(net->output_names);
+    net->output_names = NULL;
+    dla__nn_free(net->output_ports);
+    net->output_ports = NULL;
     dla__nn_free(net->outputs);
     net->outputs = NULL;
     net->noutputs = 0;
@@ -85,9 +122,13 @@ static void uninit(dla_net *net)
     for (int i = 0; i < net->graph_ninputs; i++)
         dla__nn_free(net->graph_inputs[i]);
     dla__nn_free(net->graph_inputs);
+    for (int i = 0; net->graph_output_names && i < net->graph_noutputs; i++)
+        dla__nn_free(net->graph_output_names[i]);
+    dla__nn_free(net->graph_output_names);
     dla__nn_free(net->graph_outputs);
     net->graph_inputs = NULL;
     net->graph_outputs = NULL;
+    net->graph_output_names = NULL;
     net->graph_ninputs = net->graph_noutputs = net->graph_valid = 0;
 }
 
@@ -207,7 +248,7 @@ static dla_status check_given(dla_layer *const *layers, int i, const char *fn)
     return DLA_OK;
 }
 
-static dla_status connect_ports(dla_net *net, int s, int d, int dp, const char *fn);
+static dla_status connect_ports(dla_net *net, int s, int sp, int d, int dp, const char *fn);
 
 /* Takes the layers over (frees them all when it fails, except those
  * free_given leaves alone). */
@@ -285,7 +326,7 @@ static dla_status add_layers(dla_net *net, int n, dla_layer *const *layers, cons
      * previous one as in1. */
     for (int i = first + 1; i < net->nlayers && st == DLA_OK; i++)
         if (!net->layers[i]->kind->is_input)
-            st = connect_ports(net, i - 1, i, 0, "dla_net_connect");
+            st = connect_ports(net, i - 1, 0, i, 0, "dla_net_connect");
     return st;
 }
 
@@ -375,9 +416,9 @@ dla_status dla__net_add_layers(dla_net *net, int n, dla_layer *const *layers, co
     return add_layers(net, n, layers, fn);
 }
 
-dla_status dla__net_connect_ports(dla_net *net, int s, int d, int dp, const char *fn)
+dla_status dla__net_connect_ports(dla_net *net, int s, int sp, int d, int dp, const char *fn)
 {
-    return connect_ports(net, s, d, dp, fn);
+    return connect_ports(net, s, sp, d, dp, fn);
 }
 
 DLA_API dla_status dla_net_add_layers(dla_net *net, int n, dla_layer *const *layers)
@@ -409,10 +450,19 @@ static dla_status parse_end(const dla_net *net, const char *s, int dest, int *la
     const char *name = l->name;
     *port = 0;
     if (!dest) {
-        if (slash && strcmp(slash, "/out"))
-            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: source \"%s\": layer '%s' has one "
-                                "output, \"out\"", fn, s, name);
-        return DLA_OK;
+        /* HasStateOutputs: "out", "hidden", "cell"; the name alone is "out". */
+        *port = slash ? -1 : 0;
+        for (int k = 0; slash && k < l->nout; k++)
+            if (!strcmp(slash + 1, dla__state_out_names[k]))
+                *port = k;
+        if (*port >= 0)
+            return DLA_OK;
+        if (l->nout > 1)
+            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: source \"%s\": layer '%s' has "
+                                "outputs \"out\", \"hidden\"%s", fn, s, name,
+                                l->nout > 2 ? " and \"cell\"" : "");
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: source \"%s\": layer '%s' has one "
+                            "output, \"out\"", fn, s, name);
     }
     if (l->nin == 0)
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: layer '%s' is an input layer: nothing "
@@ -424,6 +474,18 @@ static dla_status parse_end(const dla_net *net, const char *s, int dest, int *la
                                 "has inputs \"in\" and \"mask\"; name one (\"%s/in\")", fn, s,
                                 name, name);
         *port = !strcmp(slash, "/mask");
+        return DLA_OK;
+    }
+    if (l->kind->state_ports && l->nin > 1) {
+        /* HasStateInputs: MATLAB's "in", "hidden" (and "cell"). */
+        *port = -1;
+        for (int k = 0; slash && k < l->nin; k++)
+            if (!strcmp(slash + 1, dla__state_in_names[k]))
+                *port = k;
+        if (*port < 0)
+            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: destination \"%s\": layer '%s' "
+                                "has inputs \"in\", \"hidden\"%s; name one (\"%s/in\")", fn, s,
+                                name, l->nin > 2 ? " and \"cell\"" : "", name);
         return DLA_OK;
     }
     if (slash) {
@@ -446,8 +508,8 @@ static dla_status parse_end(const dla_net *net, const char *s, int dest, int *la
     return DLA_OK;
 }
 
-/* Connects layer s to input dp of layer d (both checked). */
-static dla_status connect_ports(dla_net *net, int s, int d, int dp, const char *fn)
+/* Connects output sp of layer s to input dp of layer d (both checked). */
+static dla_status connect_ports(dla_net *net, int s, int sp, int d, int dp, const char *fn)
 {
     for (int k = 0; k < net->nconn; k++)
         if (net->conn[k].dst == d && net->conn[k].port == dp)
@@ -462,8 +524,8 @@ static dla_status connect_ports(dla_net *net, int s, int d, int dp, const char *
         net->conn = grown;
         net->conn_cap = cap;
     }
-    dla__conn c = {s, d, dp, {dla__nn_strdup(net->layers[s]->name),
-                              dla__net_port_name(net->layers[d], dp)}};
+    dla__conn c = {s, d, dp, sp, {dla__net_output_port_name(net->layers[s], sp),
+                                  dla__net_port_name(net->layers[d], dp)}};
     if (!c.text[0] || !c.text[1]) {
         dla__nn_free(c.text[0]);
         dla__nn_free(c.text[1]);
@@ -477,23 +539,22 @@ static dla_status connect_ports(dla_net *net, int s, int d, int dp, const char *
 /* The checked network and both ends of a connection named by the user:
  * layer s (its output) and input dp of layer d. */
 static dla_status parse_ends(const dla_net *net, const char *source, const char *destination,
-                             int *s, int *d, int *dp, const char *fn)
+                             int *s, int *sp, int *d, int *dp, const char *fn)
 {
     if (!net)
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument net is NULL", fn);
     if (dla__net_check(net, fn) != DLA_OK)
         return dla_last_status();
-    int sp;
-    dla_status st = parse_end(net, source, 0, s, &sp, fn);
+    dla_status st = parse_end(net, source, 0, s, sp, fn);
     return st == DLA_OK ? parse_end(net, destination, 1, d, dp, fn) : st;
 }
 
 DLA_API dla_status dla_net_connect(dla_net *net, const char *source, const char *destination)
 {
     static const char fn[] = "dla_net_connect";
-    int s, d, dp;
-    dla_status st = parse_ends(net, source, destination, &s, &d, &dp, fn);
-    return st == DLA_OK ? connect_ports(net, s, d, dp, fn) : st;
+    int s, sp, d, dp;
+    dla_status st = parse_ends(net, source, destination, &s, &sp, &d, &dp, fn);
+    return st == DLA_OK ? connect_ports(net, s, sp, d, dp, fn) : st;
 }
 
 void dla__net_drop_connection(dla_net *net, int k)
@@ -507,18 +568,19 @@ void dla__net_drop_connection(dla_net *net, int k)
 DLA_API dla_status dla_net_disconnect(dla_net *net, const char *source, const char *destination)
 {
     static const char fn[] = "dla_net_disconnect";
-    int s, d, dp;
-    dla_status st = parse_ends(net, source, destination, &s, &d, &dp, fn);
+    int s, sp, d, dp;
+    dla_status st = parse_ends(net, source, destination, &s, &sp, &d, &dp, fn);
     if (st != DLA_OK)
         return st;
     for (int k = 0; k < net->nconn; k++)
-        if (net->conn[k].src == s && net->conn[k].dst == d && net->conn[k].port == dp) {
+        if (net->conn[k].src == s && net->conn[k].sport == sp && net->conn[k].dst == d &&
+            net->conn[k].port == dp) {
             dla__net_drop_connection(net, k);
             uninit(net);
             return DLA_OK;
         }
-    return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: '%s' is not connected to \"%s\"", fn,
-                        net->layers[s]->name, destination);
+    return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: \"%s\" is not connected to \"%s\"", fn,
+                        source, destination);
 }
 
 DLA_API int dla_net_initialized(const dla_net *net) { return net && net->initialized; }
@@ -544,10 +606,11 @@ static int graph_ports(dla_net *net)
 {
     if (net->graph_valid)
         return 1;
-    int nin = 0, nout = 0;
+    int nin = 0, nout = 0, maxout = 0;
     for (int i = 0; i < net->nlayers; i++) {
         const dla_layer *l = net->layers[i];
         nin += l->kind->is_input;
+        maxout += l->nout;
         for (int p = 0; p < l->nin; p++) {
             int fed = 0;
             for (int k = 0; k < net->nconn && !fed; k++)
@@ -556,9 +619,10 @@ static int graph_ports(dla_net *net)
         }
     }
     net->graph_inputs = dla__nn_calloc((size_t)(nin ? nin : 1), sizeof *net->graph_inputs);
-    net->graph_outputs = dla__nn_calloc((size_t)(net->nlayers ? net->nlayers : 1),
-                                        sizeof *net->graph_outputs);
-    int ok = net->graph_inputs && net->graph_outputs;
+    net->graph_outputs = dla__nn_calloc((size_t)(maxout ? maxout : 1), sizeof *net->graph_outputs);
+    net->graph_output_names = dla__nn_calloc((size_t)(maxout ? maxout : 1),
+                                             sizeof *net->graph_output_names);
+    int ok = net->graph_inputs && net->graph_outputs && net->graph_output_names;
     for (int i = 0; ok && i < net->nlayers; i++) {
         const dla_layer *l = net->layers[i];
         for (int p = -1; ok && p < l->nin; p++) {
@@ -572,20 +636,28 @@ static int graph_ports(dla_net *net)
             if (ok)
                 net->graph_inputs[net->graph_ninputs++] = name;
         }
-        int read = 0;
-        for (int k = 0; k < net->nconn && !read; k++)
-            read = net->conn[k].src == i;
-        if (!read)
-            net->graph_outputs[nout++] = i;
+        for (int q = 0; ok && q < l->nout; q++) {
+            int read = 0;
+            for (int k = 0; k < net->nconn && !read; k++)
+                read = net->conn[k].src == i && net->conn[k].sport == q;
+            if (read)
+                continue;
+            net->graph_outputs[nout] = i;
+            ok = (net->graph_output_names[nout++] = dla__net_output_port_name(l, q)) != NULL;
+        }
     }
     net->graph_noutputs = nout;
     if (!ok) {
         for (int i = 0; i < net->graph_ninputs; i++)
             dla__nn_free(net->graph_inputs[i]);
         dla__nn_free(net->graph_inputs);
+        for (int i = 0; net->graph_output_names && i < nout; i++)
+            dla__nn_free(net->graph_output_names[i]);
+        dla__nn_free(net->graph_output_names);
         dla__nn_free(net->graph_outputs);
         net->graph_inputs = NULL;
         net->graph_outputs = NULL;
+        net->graph_output_names = NULL;
         net->graph_ninputs = net->graph_noutputs = 0;
         return 0;
     }
@@ -625,10 +697,15 @@ DLA_API const char *dla_net_output_name(const dla_net *net, int i)
     if (!net || i < 0)
         return NULL;
     if (net->initialized)
-        return i < net->noutputs ? net->layers[net->outputs[i]]->name : NULL;
-    return graph_ports((dla_net *)net) && i < net->graph_noutputs
-               ? net->layers[net->graph_outputs[i]]->name
-               : NULL;
+        return i >= net->noutputs                        ? NULL
+               : net->layers[net->outputs[i]]->nout > 1 ? net->output_names[i]
+                                                        : net->layers[net->outputs[i]]->name;
+    /* A layer of one output: its own name, valid as long as the layer (as
+     * before layers had several), across initialization too. */
+    if (!graph_ports((dla_net *)net) || i >= net->graph_noutputs)
+        return NULL;
+    return net->layers[net->graph_outputs[i]]->nout > 1 ? net->graph_output_names[i]
+                                                        : net->layers[net->graph_outputs[i]]->name;
 }
 
 DLA_API int dla_net_connection_count(const dla_net *net) { return net ? net->nconn : 0; }
@@ -646,6 +723,13 @@ DLA_API dla_status dla_net_connection(const dla_net *net, int i, const char **so
     return DLA_OK;
 }
 
+static int shape_out(const dla__shape *s, int64_t *dims, char *format);
+
+const dla__shape *dla__layer_out_shape(const dla_layer *l, int port)
+{
+    return port ? &l->out_more[port - 1] : &l->out;
+}
+
 static int shape_out(const dla__shape *s, int64_t *dims, char *format)
 {
     if (dims)
@@ -657,10 +741,10 @@ static int shape_out(const dla__shape *s, int64_t *dims, char *format)
 
 DLA_API int dla_net_activation(const dla_net *net, const char *layer, int64_t *dims, char *format)
 {
-    int i = dla__net_find(net, layer);
+    int port = 0, i = net ? dla__net_find_output(net, layer, &port) : -1;
     if (i < 0 || !net->initialized)
         return -1;
-    return shape_out(&net->layers[i]->out, dims, format);
+    return shape_out(dla__layer_out_shape(net->layers[i], port), dims, format);
 }
 
 DLA_API int dla_net_input_activation(const dla_net *net, int i, int64_t *dims, char *format)

@@ -154,7 +154,8 @@ char *dla__net_architecture(const dla_net *net, int with_params, size_t *len)
  * lacks one was written before it existed, and reads it as 0. */
 static int added_later(const char *key)
 {
-    return !strcmp(key, "HasPaddingMaskInput") || !strcmp(key, "DropoutProbability");
+    return !strcmp(key, "HasPaddingMaskInput") || !strcmp(key, "DropoutProbability") ||
+           !strcmp(key, "HasStateInputs") || !strcmp(key, "HasStateOutputs");
 }
 
 /* --------------------------------------------------------------- reading */

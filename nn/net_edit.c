@@ -106,14 +106,17 @@ DLA_API dla_status dla_net_remove_layers(dla_net *net, int n, const char *const 
 /* A port of the replaced layer that it fed itself. */
 #define SELF (-2)
 
-/* The connections into layer r, one per port (-1: none), into src[0..nin). */
-static void inputs_of(const dla_net *net, int r, int *src)
+/* The connections into layer r, one per port (-1: none), into src[0..nin),
+ * and the output port of each source into sport. */
+static void inputs_of(const dla_net *net, int r, int *src, int *sport)
 {
     for (int p = 0; p < net->layers[r]->nin; p++)
-        src[p] = -1;
+        src[p] = -1, sport[p] = 0;
     for (int k = 0; k < net->nconn; k++)
-        if (net->conn[k].dst == r)
+        if (net->conn[k].dst == r) {
             src[net->conn[k].port] = net->conn[k].src;
+            sport[net->conn[k].port] = net->conn[k].sport;
+        }
 }
 
 /* Refuses what would make dla__net_add_layers fail after the old layer is
@@ -144,6 +147,17 @@ static dla_status check_replacement(dla_net *net, int r, int n, dla_layer *const
                                 "inputs are reconnected by order", fn, p + 1, old->name,
                                 net->layers[src[p]]->name, first->name[0] ? first->name : "unnamed",
                                 first->kind->display, first->nin, first->nin == 1 ? "" : "s");
+    /* Outputs are reconnected by order too: a state output read by a
+     * layer needs one on the last new layer. */
+    const dla_layer *last = layers[n - 1];
+    for (int k = 0; k < net->nconn; k++)
+        if (net->conn[k].src == r && net->conn[k].dst != r && net->conn[k].sport >= last->nout)
+            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: output \"%s\" of '%s' is "
+                                "connected (to \"%s\"), but the last new layer ('%s', %s) has "
+                                "%d output%s: the outputs are reconnected by order", fn,
+                                dla__state_out_names[net->conn[k].sport], old->name,
+                                net->conn[k].text[1], last->name[0] ? last->name : "unnamed",
+                                last->kind->display, last->nout, last->nout == 1 ? "" : "s");
     return DLA_OK;
 }
 
@@ -171,13 +185,13 @@ DLA_API dla_status dla_net_replace_layer(dla_net *net, const char *name, int n,
     /* src: the source of each input port of the old layer (-1: none);
      * dst: (layer, port) pairs its output went to; block: the new layers
      * on their way to its place. */
-    int *src = dla__nn_calloc((size_t)nin + 1, sizeof *src);
-    int *dst = dla__nn_calloc(2 * (size_t)nout + 1, sizeof *dst);
+    int *src = dla__nn_calloc(2 * (size_t)nin + 1, sizeof *src), *sport = src + nin;
+    int *dst = dla__nn_calloc(3 * (size_t)nout + 1, sizeof *dst), *dport = dst + 2 * nout;
     dla_layer **block = dla__nn_calloc((size_t)n, sizeof *block);
     dla_status st = src && dst && block ? DLA_OK
                   : dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     if (st == DLA_OK) {
-        inputs_of(net, r, src);
+        inputs_of(net, r, src, sport);
         st = check_replacement(net, r, n, layers, src, fn);
     }
     if (st != DLA_OK) {
@@ -198,6 +212,7 @@ DLA_API dla_status dla_net_replace_layer(dla_net *net, const char *name, int n,
             if (net->conn[k].src == r && net->conn[k].dst != r) {
                 dst[2 * o] = net->conn[k].dst;
                 dst[2 * o + 1] = net->conn[k].port;
+                dport[o] = net->conn[k].sport;
                 o++;
             }
             dla__net_drop_connection(net, k);
@@ -233,9 +248,11 @@ DLA_API dla_status dla_net_replace_layer(dla_net *net, const char *name, int n,
     for (int p = 0; p < nin && cst == DLA_OK; p++)
         if (src[p] >= 0 || src[p] == SELF)
             cst = dla__net_connect_ports(net, src[p] == SELF ? r + at - 1
-                                              : src[p] >= r ? src[p] + at : src[p], r, p, fn);
+                                              : src[p] >= r ? src[p] + at : src[p],
+                                         src[p] == SELF ? 0 : sport[p], r, p, fn);
     for (int o = 0; o < nout && cst == DLA_OK; o++)
-        cst = dla__net_connect_ports(net, r + at - 1, dst[2 * o] >= r ? dst[2 * o] + at : dst[2 * o],
+        cst = dla__net_connect_ports(net, r + at - 1, dport[o],
+                                     dst[2 * o] >= r ? dst[2 * o] + at : dst[2 * o],
                                      dst[2 * o + 1], fn);
     if (st == DLA_OK) {
         destroy_removed(net, old);

@@ -218,29 +218,37 @@ static dla_status wire(dla_net *net, const char *fn)
 {
     int n = net->nlayers;
     net->src = dla__nn_calloc((size_t)n, sizeof *net->src);
-    if (!net->src)
+    net->src_port = dla__nn_calloc((size_t)n, sizeof *net->src_port);
+    if (!net->src || !net->src_port)
         return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
-    int nin = 0;
+    int nin = 0, maxout = 0;
     for (int i = 0; i < n; i++) {
         dla_layer *l = net->layers[i];
         net->src[i] = dla__nn_calloc((size_t)(l->nin ? l->nin : 1), sizeof **net->src);
-        if (!net->src[i])
+        net->src_port[i] = dla__nn_calloc((size_t)(l->nin ? l->nin : 1), sizeof **net->src_port);
+        if (!net->src[i] || !net->src_port[i])
             return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
         for (int p = 0; p < l->nin; p++)
             net->src[i][p] = -1;
         nin += l->kind->is_input;
+        maxout += l->nout;
     }
-    for (int k = 0; k < net->nconn; k++)
+    for (int k = 0; k < net->nconn; k++) {
         net->src[net->conn[k].dst][net->conn[k].port] = net->conn[k].src;
+        net->src_port[net->conn[k].dst][net->conn[k].port] = net->conn[k].sport;
+    }
     for (int i = 0; i < n; i++)
         for (int p = 0; p < net->layers[i]->nin; p++)
             nin += net->src[i][p] < 0;
     net->inputs = dla__nn_calloc((size_t)(nin ? nin : 1), sizeof *net->inputs);
     net->input_names = dla__nn_calloc((size_t)(nin ? nin : 1), sizeof *net->input_names);
     net->input_shapes = dla__nn_calloc((size_t)(nin ? nin : 1), sizeof *net->input_shapes);
-    net->outputs = dla__nn_calloc((size_t)n, sizeof *net->outputs);
+    net->outputs = dla__nn_calloc((size_t)maxout, sizeof *net->outputs);
+    net->output_ports = dla__nn_calloc((size_t)maxout, sizeof *net->output_ports);
+    net->output_names = dla__nn_calloc((size_t)maxout, sizeof *net->output_names);
     net->order = dla__nn_calloc((size_t)n, sizeof *net->order);
-    if (!net->inputs || !net->input_names || !net->input_shapes || !net->outputs || !net->order)
+    if (!net->inputs || !net->input_names || !net->input_shapes || !net->outputs ||
+        !net->output_ports || !net->output_names || !net->order)
         return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     for (int i = 0; i < n; i++) {
         dla_layer *l = net->layers[i];
@@ -254,11 +262,18 @@ static dla_status wire(dla_net *net, const char *fn)
                       dla__net_port_name(l, p)))
                 return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
         }
-        int read = 0;
-        for (int k = 0; k < net->nconn && !read; k++)
-            read = net->conn[k].src == i;
-        if (!read)
-            net->outputs[net->noutputs++] = i;
+        /* Each output port nothing reads (HasStateOutputs: "lstm/hidden"). */
+        for (int q = 0; q < l->nout; q++) {
+            int read = 0;
+            for (int k = 0; k < net->nconn && !read; k++)
+                read = net->conn[k].src == i && net->conn[k].sport == q;
+            if (read)
+                continue;
+            net->outputs[net->noutputs] = i;
+            net->output_ports[net->noutputs] = q;
+            if (!(net->output_names[net->noutputs++] = dla__net_output_port_name(l, q)))
+                return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+        }
     }
     if (!net->ninputs)
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: the network has no input", fn);
@@ -301,7 +316,8 @@ static int input_of(const dla_net *net, int layer, int port)
 static dla_status init_layers(dla_net *net, int nexamples, dla_tensor *const *examples,
                               dla__param_sink *sink, const char *fn)
 {
-    dla_tensor **act = dla__nn_calloc((size_t)net->nlayers, sizeof *act);
+    /* Each layer's output ports, DLA__MAX_OUTPUTS apart. */
+    dla_tensor **act = dla__nn_calloc((size_t)net->nlayers * DLA__MAX_OUTPUTS, sizeof *act);
     dla_tensor **xin = dla__nn_calloc((size_t)net->ninputs, sizeof *xin);
     if (!act || !xin) {
         dla__nn_free(act);
@@ -335,7 +351,8 @@ static dla_status init_layers(dla_net *net, int nexamples, dla_tensor *const *ex
         int nx = l->kind->is_input ? 1 : l->nin;
         for (int p = 0; p < nx; p++) {
             int src = l->kind->is_input ? -1 : net->src[i][p];
-            x[p] = src >= 0 ? act[src] : xin[input_of(net, i, l->kind->is_input ? -1 : p)];
+            x[p] = src >= 0 ? act[src * DLA__MAX_OUTPUTS + net->src_port[i][p]]
+                            : xin[input_of(net, i, l->kind->is_input ? -1 : p)];
             dla__shape_of(x[p], &in[p]);
         }
         sink->layer = l;
@@ -375,8 +392,18 @@ static dla_status init_layers(dla_net *net, int nexamples, dla_tensor *const *ex
             st = min_length_fail(net, fn, l, nx, in, st);
             break;
         }
-        act[i] = c.y;
+        act[i * DLA__MAX_OUTPUTS] = c.y;
         dla__shape_of(c.y, &l->out);
+        for (int q = 1; q < l->nout; q++) {
+            dla_tensor *y = c.y_more[q - 1];
+            st = y ? dla_tensor_status(y) : DLA_ERR_STATE;
+            if (st != DLA_OK) {
+                st = layer_fail(fn, l, st);
+                break;
+            }
+            act[i * DLA__MAX_OUTPUTS + q] = y;
+            dla__shape_of(y, &l->out_more[q - 1]);
+        }
     }
     dla__nn_free(act);
     dla__nn_free(xin);

@@ -26,6 +26,7 @@ typedef struct run_ctx {
     int with_state;
     int nout;
     int outs[MAX_OUTPUTS];
+    int out_ports[MAX_OUTPUTS]; /* each output's port of its layer */
 } run_ctx;
 
 static dla_status layer_fail(const dla_layer *l, const char *fn, dla_status st)
@@ -56,7 +57,9 @@ static dla_status run(void *ctxp, int nin, dla_tensor *const *in, int nout, dla_
     for (int k = 1; k < DLA__PARAM_KIND_COUNT; k++)
         base[k] = base[k - 1] + net->tables[k - 1].count;
     int nstate = net->tables[DLA__STATE].count;
-    dla_tensor **act = dla__nn_calloc((size_t)net->nlayers, sizeof *act);
+    /* Each layer's output ports, DLA__MAX_OUTPUTS apart. */
+    const int nact = net->nlayers * DLA__MAX_OUTPUTS;
+    dla_tensor **act = dla__nn_calloc((size_t)nact, sizeof *act);
     dla_tensor **news = dla__nn_calloc((size_t)(nstate ? nstate : 1), sizeof *news);
     int *last = dla__nn_malloc(sizeof *last * (size_t)net->nlayers);
     unsigned char *needed = dla__nn_calloc((size_t)net->nlayers, 1);
@@ -110,7 +113,7 @@ static dla_status run(void *ctxp, int nin, dla_tensor *const *in, int nout, dla_
         for (int q = 0; q < nx; q++) {
             int src = l->kind->is_input ? -1 : net->src[i][q];
             if (src >= 0) {
-                x[q] = act[src];
+                x[q] = act[src * DLA__MAX_OUTPUTS + net->src_port[i][q]];
                 continue;
             }
             for (int j = 0; j < net->ninputs; j++)
@@ -124,8 +127,13 @@ static dla_status run(void *ctxp, int nin, dla_tensor *const *in, int nout, dla_
         st = l->kind->forward(&l->props, &c);
         if (st == DLA_OK && (!c.y || dla_tensor_status(c.y) != DLA_OK))
             st = c.y ? dla_tensor_status(c.y) : DLA_ERR_STATE;
+        for (int q = 1; st == DLA_OK && q < l->nout; q++)
+            if (!c.y_more[q - 1] || dla_tensor_status(c.y_more[q - 1]) != DLA_OK)
+                st = c.y_more[q - 1] ? dla_tensor_status(c.y_more[q - 1]) : DLA_ERR_STATE;
         if (st == DLA_OK) {
-            act[i] = dla_tensor_retain(c.y);
+            act[i * DLA__MAX_OUTPUTS] = dla_tensor_retain(c.y);
+            for (int q = 1; q < l->nout; q++)
+                act[i * DLA__MAX_OUTPUTS + q] = dla_tensor_retain(c.y_more[q - 1]);
             for (int j = 0, nst = 0; ctx->with_state && j < l->nparams; j++) {
                 if (l->param[j].kind != DLA__STATE)
                     continue;
@@ -137,23 +145,24 @@ static dla_status run(void *ctxp, int nin, dla_tensor *const *in, int nout, dla_
             layer_fail(l, fn, st);
         }
         dla_scope_end();
-        /* The results no later layer reads. */
+        /* The results no later layer reads (every port of a layer). */
         for (int q = 0; q < nx; q++) {
             int src = l->kind->is_input ? -1 : net->src[i][q];
-            if (src >= 0 && last[src] == k) {
-                dla_tensor_release(act[src]);
-                act[src] = NULL;
+            for (int o = 0; src >= 0 && last[src] == k && o < DLA__MAX_OUTPUTS; o++) {
+                dla_tensor_release(act[src * DLA__MAX_OUTPUTS + o]);
+                act[src * DLA__MAX_OUTPUTS + o] = NULL;
             }
         }
-        if (last[i] == k) {
-            dla_tensor_release(act[i]);
-            act[i] = NULL;
+        for (int o = 0; last[i] == k && o < DLA__MAX_OUTPUTS; o++) {
+            dla_tensor_release(act[i * DLA__MAX_OUTPUTS + o]);
+            act[i * DLA__MAX_OUTPUTS + o] = NULL;
         }
     }
     /* Handed over to the caller's scope, as results of ops are; state rows
      * no layer changed keep their input. */
     for (int i = 0; i < ctx->nout; i++)
-        out[i] = st == DLA_OK ? dla_scope_adopt(dla_tensor_retain(act[ctx->outs[i]]))
+        out[i] = st == DLA_OK ? dla_scope_adopt(dla_tensor_retain(
+                                    act[ctx->outs[i] * DLA__MAX_OUTPUTS + ctx->out_ports[i]]))
                               : dla__nn_error_tensor();
     for (int r = 0; ctx->with_state && r < nstate; r++)
         out[ctx->nout + r] = st != DLA_OK ? dla__nn_error_tensor()
@@ -161,7 +170,7 @@ static dla_status run(void *ctxp, int nin, dla_tensor *const *in, int nout, dla_
                                            : in[base[DLA__STATE] + r];
     for (int i = ctx->nout + (ctx->with_state ? nstate : 0); st != DLA_OK && i < nout; i++)
         out[i] = dla__nn_error_tensor();
-    for (int i = 0; i < net->nlayers; i++)
+    for (int i = 0; i < nact; i++)
         dla_tensor_release(act[i]);
     for (int r = 0; r < nstate; r++)
         dla_tensor_release(news[r]);
@@ -180,7 +189,9 @@ static size_t run_key(void *ctxp, void *buf, size_t size)
      * its dropout masks are sliced from the whole batch's. */
     const dla__batch_share *bs = dla__batch_share_get();
     const dla__batch_share share = bs && ctx->training ? *bs : (dla__batch_share){0, 0, 0};
-    size_t need = sig + sizeof(int) * (size_t)(3 + ctx->nout) + sizeof share;
+    /* The outputs asked for, with their ports: "lstm/hidden" is another
+     * function than "lstm/out". */
+    size_t need = sig + sizeof(int) * (size_t)(3 + 2 * ctx->nout) + sizeof share;
     if (need <= size) {
         unsigned char *b = buf;
         memcpy(b, ctx->net->signature, sig);
@@ -188,7 +199,9 @@ static size_t run_key(void *ctxp, void *buf, size_t size)
         memcpy(b + sig + sizeof(int), &ctx->with_state, sizeof(int));
         memcpy(b + sig + 2 * sizeof(int), &ctx->nout, sizeof(int));
         memcpy(b + sig + 3 * sizeof(int), ctx->outs, sizeof(int) * (size_t)ctx->nout);
-        memcpy(b + sig + sizeof(int) * (size_t)(3 + ctx->nout), &share, sizeof share);
+        memcpy(b + sig + sizeof(int) * (size_t)(3 + ctx->nout), ctx->out_ports,
+               sizeof(int) * (size_t)ctx->nout);
+        memcpy(b + sig + sizeof(int) * (size_t)(3 + 2 * ctx->nout), &share, sizeof share);
     }
     return need;
 }
@@ -234,7 +247,7 @@ static dla_status run_net(dla_net *net, const char *fn, int nin, dla_tensor *con
     else if (nin != net->ninputs)
         st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d input%s given; the network has %d",
                           fn, nin, nin == 1 ? "" : "s", net->ninputs);
-    run_ctx ctx = {net, training, with_state, 0, {0}};
+    run_ctx ctx = {net, training, with_state, 0, {0}, {0}};
     if (st == DLA_OK) {
         int want = opts && opts->outputs ? nout : net->noutputs;
         /* Say which count is whose: "1 outputs asked for, room for 2"
@@ -249,8 +262,10 @@ static dla_status run_net(dla_net *net, const char *fn, int nin, dla_tensor *con
                               want ? dla_net_output_name(net, 0) : "none",
                               want > 1 ? "..." : "");
         for (int i = 0; st == DLA_OK && i < want; i++) {
-            ctx.outs[i] = opts && opts->outputs ? dla__net_find_output(net, opts->outputs[i])
-                                                : net->outputs[i];
+            ctx.out_ports[i] = opts && opts->outputs ? 0 : net->output_ports[i];
+            ctx.outs[i] = opts && opts->outputs
+                              ? dla__net_find_output(net, opts->outputs[i], &ctx.out_ports[i])
+                              : net->outputs[i];
             if (ctx.outs[i] < 0)
                 st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: no layer is named '%s'", fn,
                                   opts->outputs[i] ? opts->outputs[i] : "(null)");

@@ -92,7 +92,7 @@ static int is_sequence(const dla_net *net)
     if (net->nconn != net->nlayers - 1)
         return 0;
     for (int k = 0; k < net->nconn; k++)
-        if (net->conn[k].src != k || net->conn[k].dst != k + 1)
+        if (net->conn[k].src != k || net->conn[k].dst != k + 1 || net->conn[k].sport)
             return 0;
     return 1;
 }
@@ -117,7 +117,7 @@ DLA_API int dla_net_summary(const dla_net *net, char *buf, size_t size)
             emit(&o, " %s", net->input_names[k]);
         emit(&o, "   Outputs:");
         for (int k = 0; k < net->noutputs; k++)
-            emit(&o, " %s", net->layers[net->outputs[k]]->name);
+            emit(&o, " %s", net->output_names[k]);
         emit(&o, "\n");
     }
     emit(&o, "\n");
@@ -137,7 +137,7 @@ DLA_API int dla_net_summary(const dla_net *net, char *buf, size_t size)
         if (net->initialized) {
             dla__shape_str(&l->out, r->act, sizeof r->act);
             if (!l->kind->is_input && l->nin && net->src[i][0] >= 0) {
-                in = &net->layers[net->src[i][0]]->out;
+                in = dla__layer_out_shape(net->layers[net->src[i][0]], net->src_port[i][0]);
             } else if (!l->kind->is_input) {
                 for (int k = 0; k < net->ninputs; k++)
                     if (net->inputs[k].layer == i)

@@ -145,6 +145,10 @@ typedef struct dla__props {
     char option[DLA__STR];   /* Normalization, PaddingValue */
     char option2[DLA__STR];  /* NormalizationDimension */
     char init[3][DLA__STR];  /* initializers, in the kind's order */
+    /* A recurrent layer's HasStateInputs and HasStateOutputs (0 or 1):
+     * its states as input ports after "in", and as output ports after
+     * "out" (nn/layer_state_ports.c). */
+    int64_t state_io[2];
     /* A custom layer's properties (dla_layer_type), in its type's order:
      * its kind's fields point here, so the architecture reads and writes
      * them as it does the built-in options. */
@@ -192,6 +196,9 @@ dla_dtype dla__param_dtype(const dla__param_sink *sink);
 /* Parameters (learnables and state) one layer may have. */
 #define DLA__MAX_PARAMS DLA_LAYER_MAX_PARAMS
 
+/* Output ports one layer may have ("out", "hidden", "cell"). */
+#define DLA__MAX_OUTPUTS 3
+
 /* One layer's run: its inputs, its parameters in the order it added them,
  * and where its output and its new state values go. */
 typedef struct dla__call {
@@ -200,6 +207,9 @@ typedef struct dla__call {
     dla_tensor *const *x;
     dla_tensor *const *p;
     dla_tensor *y;
+    /* Output ports 2.. of a layer with several (HasStateOutputs: "hidden",
+     * "cell"); y is port 1, "out". */
+    dla_tensor *y_more[DLA__MAX_OUTPUTS - 1];
     dla_tensor *new_state[DLA__MAX_PARAMS]; /* for its state parameters, in order */
     const dla_layer *layer;   /* the layer run (custom layers read their type there) */
 } dla__call;
@@ -214,11 +224,17 @@ typedef struct dla__layer_kind {
     /* With props.dim 1 (HasPaddingMaskInput) a second port, "mask", after
      * "in" (nn/layer_mask.c). */
     int mask_port;
+    /* A recurrent kind's states (2: hidden and cell; 1: hidden): with
+     * props.state_io[0] (HasStateInputs) input ports "in", "hidden"
+     * ("cell"); with props.state_io[1] (HasStateOutputs) output ports
+     * "out", "hidden" ("cell"). 0: no such ports. */
+    int state_ports;
     /* Validates the options; sets the message and returns the status. */
     dla_status (*check)(const dla__props *p, const char *name);
     /* Creates the parameters for these input shapes. */
     dla_status (*init)(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink);
-    /* Computes c->y and c->new_state (in training; in inference a state
+    /* Computes c->y (and c->y_more for a layer of several output ports)
+     * and c->new_state (in training; in inference a state
      * inference changes, a recurrent layer's, for dla_net_predict_state);
      * sticky errors allowed. */
     dla_status (*forward)(const dla__props *p, dla__call *c);
@@ -239,13 +255,15 @@ struct dla_layer {
     int owned;      /* given to a network, which frees it */
     const dla__layer_kind *kind;
     char *name;
-    int nin; /* input ports */
+    int nin;  /* input ports */
+    int nout; /* output ports (1, or 1 + states with HasStateOutputs) */
     dla__props props;
     dla_tensor *given[2]; /* values given in the options (statistics) */
     dla_status status;    /* an error layer: its options were refused */
     char *message;
-    /* Set by initialization. */
+    /* Set by initialization: output port 1's shape, then the others'. */
     dla__shape out;
+    dla__shape out_more[DLA__MAX_OUTPUTS - 1];
     int nparams;
     struct {
         dla__param_kind kind;
@@ -367,7 +385,8 @@ int dla__init_known(const char *name, int lstm);
 
 typedef struct dla__conn {
     int src, dst, port; /* layer indices, 0-based port */
-    char *text[2];      /* "conv1", "add/in2" */
+    int sport;          /* the source's output port (0-based; 0 for most layers) */
+    char *text[2];      /* "conv1" ("lstm/hidden"), "add/in2" */
 } dla__conn;
 
 typedef struct dla__net_input {
@@ -383,12 +402,15 @@ struct dla_net {
     int initialized;
     int *order;          /* topological */
     int **src;           /* per layer, per port: source layer */
+    int **src_port;      /* per layer, per port: that source's output port */
     int ninputs;
     dla__net_input *inputs;
     char **input_names;
     dla__shape *input_shapes; /* one observation of each input */
     int noutputs;
     int *outputs;
+    int *output_ports;   /* each output's port of its layer */
+    char **output_names; /* "fc", "lstm/hidden" */
     /* The inputs and outputs of a network not yet initialized, as the
      * graph has them now (dla_net_input_name before dla_net_init, to know
      * which examples to give it): worked out when asked, forgotten with
@@ -396,6 +418,7 @@ struct dla_net {
     int graph_valid, graph_ninputs, graph_noutputs;
     char **graph_inputs;
     int *graph_outputs;
+    char **graph_output_names;
     dla_table tables[DLA__PARAM_KIND_COUNT];
     dla_dtype dtype;
     char *signature; /* architecture JSON: the acceleration key */
@@ -432,8 +455,8 @@ dla_status dla__net_add_layers(dla_net *net, int n, dla_layer *const *layers, co
 /* Drops connection k (its texts freed, the later ones moved down); the
  * caller forgets the initialization. */
 void dla__net_drop_connection(dla_net *net, int k);
-/* Connects layer s's output to input dp of layer d (free, checked). */
-dla_status dla__net_connect_ports(dla_net *net, int s, int d, int dp, const char *fn);
+/* Connects output sp of layer s to input dp of layer d (free, checked). */
+dla_status dla__net_connect_ports(dla_net *net, int s, int sp, int d, int dp, const char *fn);
 /* DLA_OK when every element of a zscore StandardDeviation is positive and
  * finite; else DLA_ERR_INVALID_ARGUMENT naming who and the first bad one
  * (1-based). Reads std to the host. */
@@ -450,8 +473,15 @@ const char *dla__net_cast_name(dla_net *net);
 /* Layer index by name; -1 when none. */
 int dla__net_find(const dla_net *net, const char *name);
 /* The layer an output name names: its name, or MATLAB's "name/out" (the
- * layer's one output); -1 when none. */
-int dla__net_find_output(const dla_net *net, const char *name);
+ * layer's first output), "name/hidden", "name/cell" (HasStateOutputs);
+ * -1 when none. *port (may be NULL): the output port. */
+int dla__net_find_output(const dla_net *net, const char *name, int *port);
+/* The name of output port `port` of layer l as a connection's source and
+ * an output's name: "layer" (one output), "layer/out", "layer/hidden",
+ * "layer/cell"; allocated (dla__nn_free); NULL when out of memory. */
+char *dla__net_output_port_name(const dla_layer *l, int port);
+/* The shape of output port `port` of an initialized layer. */
+const dla__shape *dla__layer_out_shape(const dla_layer *l, int port);
 /* A batch normalization layer's State rows (TrainedMean, TrainedVariance)
  * and its input. */
 typedef struct dla__bn_rows {
@@ -464,9 +494,31 @@ typedef struct dla__bn_rows {
 int dla__net_batchnorm_rows(const dla_net *net, int max, dla__bn_rows *out);
 /* Port `port` of layer l: "layer" (one input; port -1, an input layer's
  * own), "layer/inK" (port K-1 of several), "layer/in" and "layer/mask"
- * (a padding mask port), allocated (free with dla__nn_free); NULL when out
+ * (a padding mask port), "layer/in", "layer/hidden", "layer/cell" (state
+ * inputs), allocated (free with dla__nn_free); NULL when out
  * of memory. */
 char *dla__net_port_name(const dla_layer *l, int port);
+
+/* ------------------------------------------------ recurrent state ports */
+
+/* HasStateInputs and HasStateOutputs (nn/layer_state_ports.c). */
+extern const char *const dla__state_in_names[DLA__MAX_OUTPUTS];  /* "in", "hidden", "cell" */
+extern const char *const dla__state_out_names[DLA__MAX_OUTPUTS]; /* "out", "hidden", "cell" */
+/* A layer's output ports for kind with props: 1 + the kind's states with
+ * HasStateOutputs, otherwise 1. */
+int dla__kind_outputs(const dla__layer_kind *kind, const dla__props *p);
+/* Checks the flags (0 or 1), for kind check functions. */
+dla_status dla__state_io_check(const char *type, const dla__props *p, const char *name);
+/* At initialization: the state inputs' shapes in[1..] against a state of
+ * rows channels: "CB", rows channels. */
+dla_status dla__state_io_init(const dla_layer *l, const dla__shape *in, int64_t rows);
+/* A recurrent layer's run with its ports: the state inputs (checked:
+ * "CB", rows channels, 1 or the batch's observations) take the place of
+ * its state parameters, forward (the kind's run on c->p[0..2], then the
+ * states at c->p[3..]) computes, and its final states become the state
+ * outputs ("CB" rows x N). Without either flag, forward(p, c) itself. */
+dla_status dla__state_io_forward(const char *type, int64_t rows, const dla__props *p, dla__call *c,
+                                 dla_status (*forward)(const dla__props *p, dla__call *c));
 
 /* ------------------------------------------------------ padding masks */
 

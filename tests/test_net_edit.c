@@ -229,6 +229,51 @@ static void a_layer_feeding_itself_is_replaced_by_a_cycle_through_the_new_ones(v
     }
 }
 
+/* A connection from or to a state port keeps its port through a
+ * replacement (enc/hidden -> dec/hidden stayed enc/hidden, not enc);
+ * a state output in use that the last new layer lacks is refused, the
+ * network as it was. */
+static void state_ports_are_reconnected_by_name(void **state)
+{
+    (void)state;
+    dla_layer *l[] = {dla_sequence_input_layer(3, &(dla_sequence_input_options){.name = "x"}),
+                      dla_lstm_layer(4, &(dla_lstm_layer_options){.name = "enc",
+                                                                  .has_state_outputs = 1}),
+                      dla_lstm_layer(4, &(dla_lstm_layer_options){.name = "dec",
+                                                                  .has_state_inputs = 1})};
+    dla_net *net = dla_net_create(3, l);
+    assert_non_null(net);
+    assert_int_equal(dla_net_connect(net, "enc/hidden", "dec/hidden"), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "enc/cell", "dec/cell"), DLA_OK);
+    dla_layer *plain = dla_lstm_layer(4, &(dla_lstm_layer_options){.name = "enc2"});
+    assert_int_equal(dla_net_replace_layer(net, "enc", 1, &plain), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "output \"hidden\" of 'enc' is connected (to "
+                                              "\"dec/hidden\"), but the last new layer ('enc2', "
+                                              "LSTM) has 1 output"));
+    assert_int_equal(dla_net_connection_count(net), 4);
+    dla_layer *dec = dla_gru_layer(2, &(dla_gru_layer_options){.name = "dec2"});
+    dla_layer *dec3 = dla_lstm_layer(4, &(dla_lstm_layer_options){.name = "dec3",
+                                                                  .has_state_inputs = 1});
+    /* The GRU has one input: "dec/hidden" is connected. */
+    assert_int_equal(dla_net_replace_layer(net, "dec", 1, &dec), DLA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dla_net_replace_layer(net, "dec", 1, &dec3), DLA_OK);
+    const char *want[4][2] = {{"x", "enc"}, {"enc/out", "dec3/in"},
+                              {"enc/hidden", "dec3/hidden"}, {"enc/cell", "dec3/cell"}};
+    assert_int_equal(dla_net_connection_count(net), 4);
+    for (int k = 0; k < 4; k++) {
+        const char *src, *dst;
+        assert_int_equal(dla_net_connection(net, k, &src, &dst), DLA_OK);
+        int found = 0;
+        for (int j = 0; j < 4; j++)
+            found |= !strcmp(src, want[j][0]) && !strcmp(dst, want[j][1]);
+        if (!found)
+            fail_msg("connection %s -> %s", src, dst);
+    }
+    if (dla_net_init(net, 0, NULL) != DLA_OK)
+        fail_msg("init: %s", dla_last_error());
+    dla_net_free(net);
+}
+
 static void refusals_leave_the_network_as_it_was(void **state)
 {
     (void)state;
@@ -529,6 +574,7 @@ int main(void)
         TU_TEST(inputs_are_reconnected_by_order),
         TU_TEST(a_layer_feeding_itself_is_replaced_by_a_cycle_through_the_new_ones),
         TU_TEST(refusals_leave_the_network_as_it_was),
+        TU_TEST(state_ports_are_reconnected_by_name),
         TU_TEST(removed_layers_take_their_connections_and_values),
         TU_TEST(removed_layers_named_by_the_network_itself),
         TU_TEST(an_init_whose_examples_do_not_fit_the_trained_weights_is_refused),

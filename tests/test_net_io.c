@@ -751,6 +751,84 @@ static void an_lstm_state_of_a_batch_survives_copy_save_and_load(void **state)
     dla_net_free(net);
 }
 
+/* HasStateInputs and HasStateOutputs: an encoder's final states starting
+ * a decoder, wired state port to state port, come back from dla_net_copy
+ * and from a file with their ports, connections and values. A file
+ * written before the options existed lacks them, and loads as before. */
+static void state_ports_survive_copy_save_and_load(void **state)
+{
+    (void)state;
+    dla_rng_seed(26);
+    dla_layer *l[] = {dla_sequence_input_layer(3, NULL),
+                      dla_lstm_layer(4, &(dla_lstm_layer_options){.name = "enc",
+                                                                  .has_state_outputs = 1}),
+                      dla_lstm_layer(4, &(dla_lstm_layer_options){.name = "dec",
+                                                                  .has_state_inputs = 1,
+                                                                  .has_state_outputs = 1})};
+    dla_net *net = dla_net_create(3, l);
+    assert_non_null(net);
+    assert_int_equal(dla_net_connect(net, "enc/hidden", "dec/hidden"), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "enc/cell", "dec/cell"), DLA_OK);
+    if (dla_net_init(net, 0, NULL) != DLA_OK)
+        fail_msg("init: %s", dla_last_error());
+    assert_int_equal(dla_net_output_count(net), 3);
+    dla_net *c = dla_net_copy(net);
+    if (!c)
+        fail_msg("copy: %s", dla_last_error());
+    assert_int_equal(dla_net_save(net, path("ports.safetensors")), DLA_OK);
+    dla_net *back = NULL;
+    if (dla_net_load(path("ports.safetensors"), &back) != DLA_OK)
+        fail_msg("load: %s", dla_last_error());
+    dla_scope_begin();
+    dla_tensor *x = dla_randn(DLA_F32, "CBT", DLA_DIMS(3, 2, 5)), *y[3][3];
+    dla_net *nets[3] = {net, c, back};
+    for (int n = 0; n < 3; n++) {
+        assert_int_equal(dla_net_connection_count(nets[n]), 4);
+        const char *src, *dst;
+        assert_int_equal(dla_net_connection(nets[n], 3, &src, &dst), DLA_OK);
+        assert_string_equal(src, "enc/cell");
+        assert_string_equal(dst, "dec/cell");
+        assert_int_equal(dla_net_output_count(nets[n]), 3);
+        assert_string_equal(dla_net_output_name(nets[n], 1), "dec/hidden");
+        assert_int_equal(dla_table_count(dla_net_state(nets[n])), 2); /* the encoder's */
+        if (dla_net_predict(nets[n], 1, &x, 3, y[n], NULL) != DLA_OK)
+            fail_msg("predict %d: %s", n, dla_last_error());
+        for (int k = 0; n && k < 3; k++)
+            assert_true(tu_same_bits(y[0][k], y[n][k]));
+    }
+    dla_scope_end();
+    dla_net_free(back);
+    dla_net_free(c);
+    dla_net_free(net);
+    /* Written before: no HasStateInputs nor HasStateOutputs (blanked
+     * out: spaces are JSON whitespace). */
+    dla_layer *p[] = {dla_sequence_input_layer(3, NULL), dla_lstm_layer(4, NULL),
+                      dla_gru_layer(2, NULL)};
+    net = dla_net_create(3, p);
+    assert_non_null(net);
+    assert_int_equal(dla_net_save(net, path("recurrent.safetensors")), DLA_OK);
+    long size;
+    unsigned char *file = slurp(path("recurrent.safetensors"), &size);
+    as_version_1_1(file);
+    static const char *const keys[] = {",\\\"HasStateInputs\\\":0", ",\\\"HasStateOutputs\\\":0"};
+    for (int k = 0; k < 2; k++)
+        for (int n = 0; n < 2; n++) {
+            char *at = strstr((char *)file + 8, keys[k]);
+            assert_non_null(at);
+            memset(at, ' ', strlen(keys[k]));
+        }
+    assert_null(strstr((char *)file + 8, "HasState"));
+    spit(path("recurrent_old.safetensors"), file, (size_t)size);
+    free(file);
+    if (dla_net_load(path("recurrent_old.safetensors"), &back) != DLA_OK)
+        fail_msg("load of a file without HasStateInputs: %s", dla_last_error());
+    assert_int_equal(dla_net_output_count(back), 1);
+    assert_int_equal(dla_table_count(dla_net_state(back)), 3);
+    predict_alike(net, back, "CBT", DLA_DIMS(3, 2, 6));
+    dla_net_free(back);
+    dla_net_free(net);
+}
+
 static void broken_and_foreign_files_are_refused_with_the_reason(void **state)
 {
     (void)state;
@@ -1240,6 +1318,7 @@ int main(void)
         TU_TEST(a_network_of_many_inputs_copies_saves_and_loads),
         TU_TEST(dlaccel_net_shows_long_and_accented_names_whole_and_aligned),
         TU_TEST(a_parameter_of_another_dtype_is_refused_by_the_save),
+        TU_TEST(state_ports_survive_copy_save_and_load),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

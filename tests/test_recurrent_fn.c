@@ -4,7 +4,9 @@
  * every reset-gate mode, formats ("CBT", "CT", "CB", unformatted with
  * data_format), initial states of one column or one per observation, the
  * same bits as the layers, finite-difference gradients in every argument,
- * sequences of no steps, and the refusals.
+ * sequences of no steps, and the refusals. Then the layers'
+ * HasStateInputs and HasStateOutputs ports: the functions' bits through
+ * them, their gradients, layers wired state to state, and their refusals.
  */
 #include "testutil.h"
 
@@ -404,6 +406,347 @@ static void test_refusals_name_the_function_and_the_argument(void **state)
     dla_scope_end();
 }
 
+
+/* ------------------------------------------------------ state ports */
+
+/* A network of the one layer l, its free inputs fed by the n examples. */
+static dla_net *ported(dla_layer *l, int n, dla_tensor *const *ex)
+{
+    dla_net *net = dla_net_create(1, &l);
+    assert_non_null(net);
+    if (dla_net_init(net, n, ex) != DLA_OK)
+        fail_msg("init: %s", dla_last_error());
+    return net;
+}
+
+static void assert_names(const char *(*name)(const dla_net *, int), const dla_net *net, int n,
+                         const char *const *want)
+{
+    for (int i = 0; i < n; i++)
+        assert_string_equal(name(net, i), want[i]);
+    assert_null(name(net, n));
+}
+
+/* HasStateInputs and HasStateOutputs: the network's inputs are "l/in",
+ * "l/hidden", "l/cell", its outputs "l/out", "l/hidden", "l/cell", and
+ * they give dla_lstm's and dla_gru's bits, in predict and in training;
+ * the layer has no state of its own. OutputMode "last" changes "out"
+ * alone. */
+static void test_state_ports_give_the_functions_bits(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const int64_t nc = 2, nb = 2, nt = 4, nh = 3;
+    dla_tensor *x = dla_scope_adopt(nn_rand("CBT", DLA_DIMS(nc, nb, nt)));
+    dla_tensor *h0 = dla_scope_adopt(nn_rand("CB", DLA_DIMS(nh, nb)));
+    dla_tensor *c0 = dla_scope_adopt(nn_rand("CB", DLA_DIMS(nh, nb)));
+    for (int last = 0; last < 2; last++) {
+        dla_net *net = ported(dla_lstm_layer(nh, &(dla_lstm_layer_options){
+                                  .name = "l", .bias_initializer = "narrow-normal",
+                                  .output_mode = last ? "last" : NULL, .has_state_inputs = 1,
+                                  .has_state_outputs = 1}),
+                              3, (dla_tensor *[]){x, h0, c0});
+        assert_int_equal(dla_net_input_count(net), 3);
+        assert_names(dla_net_input_name, net, 3, (const char *[]){"l/in", "l/hidden", "l/cell"});
+        assert_int_equal(dla_net_output_count(net), 3);
+        assert_names(dla_net_output_name, net, 3, (const char *[]){"l/out", "l/hidden", "l/cell"});
+        assert_int_equal(dla_table_count(dla_net_state(net)), 0);
+        dla_tensor *y, *hs, *cs, *out[3];
+        assert_int_equal(dla_lstm(x, h0, c0, dla_net_get(net, "l", "InputWeights"),
+                                  dla_net_get(net, "l", "RecurrentWeights"),
+                                  dla_net_get(net, "l", "Bias"), NULL, &y, &hs, &cs),
+                         DLA_OK);
+        for (int train = 0; train < 2; train++) {
+            dla_status st = train ? dla_net_forward(net, 3, (dla_tensor *[]){x, h0, c0}, 3, out,
+                                                    NULL, NULL)
+                                  : dla_net_predict(net, 3, (dla_tensor *[]){x, h0, c0}, 3, out,
+                                                    NULL);
+            if (st != DLA_OK)
+                fail_msg("%s: %s", train ? "forward" : "predict", dla_last_error());
+            assert_true(tu_same_bits(out[0], last ? hs : y));
+            assert_string_equal(dla_tensor_format(out[0]), last ? "CB" : "CBT");
+            assert_true(tu_same_bits(out[1], hs));
+            assert_true(tu_same_bits(out[2], cs));
+            assert_string_equal(dla_tensor_format(out[1]), "CB");
+            assert_string_equal(dla_tensor_format(out[2]), "CB");
+        }
+        /* One output by name, as MATLAB's Outputs. */
+        assert_int_equal(dla_net_predict(net, 3, (dla_tensor *[]){x, h0, c0}, 1, out,
+                                         &(dla_net_forward_options){
+                                             .outputs = (const char *[]){"l/cell"}}),
+                         DLA_OK);
+        assert_true(tu_same_bits(out[0], cs));
+        /* Another port of the same layer is another function (the
+         * accelerated network's key has the ports). */
+        assert_int_equal(dla_net_predict(net, 3, (dla_tensor *[]){x, h0, c0}, 1, out,
+                                         &(dla_net_forward_options){
+                                             .outputs = (const char *[]){"l/hidden"}}),
+                         DLA_OK);
+        assert_true(tu_same_bits(out[0], hs));
+        int64_t d[DLA_MAX_DIMS];
+        char f[DLA_MAX_DIMS + 1];
+        assert_int_equal(dla_net_activation(net, "l/hidden", d, f), 2);
+        assert_string_equal(f, "CB");
+        assert_true(d[0] == nh && d[1] == nb);
+        char sum[4096];
+        dla_net_summary(net, sum, sizeof sum);
+        assert_non_null(strstr(sum, "Outputs: l/out l/hidden l/cell"));
+        assert_non_null(strstr(sum, "HasStateInputs, HasStateOutputs"));
+        dla_net_free(net);
+    }
+    /* The GRU: "in" and "hidden"; "out" and "hidden". */
+    dla_net *net = ported(dla_gru_layer(nh, &(dla_gru_layer_options){
+                              .name = "g", .bias_initializer = "narrow-normal",
+                              .has_state_inputs = 1, .has_state_outputs = 1}),
+                          2, (dla_tensor *[]){x, h0});
+    assert_names(dla_net_input_name, net, 2, (const char *[]){"g/in", "g/hidden"});
+    assert_names(dla_net_output_name, net, 2, (const char *[]){"g/out", "g/hidden"});
+    dla_tensor *y, *hs, *out[2];
+    assert_int_equal(dla_gru(x, h0, dla_net_get(net, "g", "InputWeights"),
+                             dla_net_get(net, "g", "RecurrentWeights"),
+                             dla_net_get(net, "g", "Bias"), NULL, &y, &hs),
+                     DLA_OK);
+    assert_int_equal(dla_net_forward(net, 2, (dla_tensor *[]){x, h0}, 2, out, NULL, NULL), DLA_OK);
+    assert_true(tu_same_bits(out[0], y));
+    assert_true(tu_same_bits(out[1], hs));
+    /* One column of state for every observation, as dla_gru's h0. */
+    dla_tensor *h1 = dla_slice(h0, 2, 0, 1, 1);
+    assert_int_equal(dla_gru(x, h1, dla_net_get(net, "g", "InputWeights"),
+                             dla_net_get(net, "g", "RecurrentWeights"),
+                             dla_net_get(net, "g", "Bias"), NULL, &y, &hs),
+                     DLA_OK);
+    assert_int_equal(dla_net_predict(net, 2, (dla_tensor *[]){x, h1}, 2, out, NULL), DLA_OK);
+    assert_true(tu_same_bits(out[0], y));
+    assert_true(tu_same_bits(out[1], hs));
+    dla_net_free(net);
+    /* HasStateOutputs alone: the layer keeps its state, and "hidden" is
+     * the new state dla_net_forward hands back. */
+    net = ported(dla_gru_layer(nh, &(dla_gru_layer_options){.name = "g",
+                                                            .has_state_outputs = 1}),
+                 1, &x);
+    assert_int_equal(dla_table_count(dla_net_state(net)), 1);
+    dla_tensor *st;
+    assert_int_equal(dla_net_forward(net, 1, &x, 2, out, &st, NULL), DLA_OK);
+    assert_true(tu_same_bits(out[1], st));
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+/* A bilstm's state ports are 2H: the forward direction's rows, then the
+ * backward one's, as its HiddenState and CellState, and give what the
+ * layer gives from that state. */
+static void test_bilstm_state_ports_are_its_state(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const int64_t nc = 2, nb = 2, nt = 3, nh = 2;
+    dla_tensor *x = dla_scope_adopt(nn_rand("CBT", DLA_DIMS(nc, nb, nt)));
+    dla_tensor *h0 = dla_scope_adopt(nn_rand("CB", DLA_DIMS(2 * nh, nb)));
+    dla_tensor *c0 = dla_scope_adopt(nn_rand("CB", DLA_DIMS(2 * nh, nb)));
+    dla_net *net = ported(dla_bilstm_layer(nh, &(dla_lstm_layer_options){
+                              .name = "b", .has_state_inputs = 1, .has_state_outputs = 1}),
+                          3, (dla_tensor *[]){x, h0, c0});
+    dla_net *plain = ported(dla_bilstm_layer(nh, &(dla_lstm_layer_options){.name = "b"}), 1, &x);
+    const char *const learn[3] = {"InputWeights", "RecurrentWeights", "Bias"};
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(dla_net_set(plain, "b", learn[k], dla_net_get(net, "b", learn[k])),
+                         DLA_OK);
+    dla_tensor *s0[2] = {dla_reshape(h0, "", DLA_DIMS(2 * nh, nb)),
+                         dla_reshape(c0, "", DLA_DIMS(2 * nh, nb))};
+    assert_int_equal(dla_net_set_state(plain, 2, s0), DLA_OK);
+    dla_tensor *y, *s[2], *out[3];
+    assert_int_equal(dla_net_predict_state(plain, 1, &x, 1, &y, s, NULL), DLA_OK);
+    assert_int_equal(dla_net_predict(net, 3, (dla_tensor *[]){x, h0, c0}, 3, out, NULL), DLA_OK);
+    assert_true(tu_same_bits(out[0], y));
+    assert_true(tu_same_bits(out[1], s[0]));
+    assert_true(tu_same_bits(out[2], s[1]));
+    assert_int_equal(dla_tensor_dim(out[1], 1), 2 * nh);
+    dla_net_free(net);
+    dla_net_free(plain);
+    dla_scope_end();
+}
+
+/* The sum of t's elements, unlabelled (sums of "CBT" and "CB" add). */
+static dla_tensor *total(dla_tensor *t)
+{
+    return dla_sum(dla_reshape(t, "", DLA_DIMS(dla_tensor_numel(t), 1)), 0, NULL);
+}
+
+static dla_tensor *ports_fn(void *ctx, dla_tensor *const *in)
+{
+    dla_net *net = ctx;
+    dla_tensor *out[3];
+    const int n = dla_net_input_count(net);
+    if (dla_net_forward(net, n, in, dla_net_output_count(net), out, NULL, NULL) != DLA_OK)
+        return dla_add(NULL, NULL);
+    /* Every output counts, with a weight of its own. */
+    dla_tensor *loss = total(out[0]);
+    for (int k = 1; k < dla_net_output_count(net); k++)
+        loss = dla_add(loss, total(dla_mul(out[k], out[k])));
+    return loss;
+}
+
+/* The decoder's output alone as the loss, and the gradient of every
+ * learnable (the encoder's reach the loss only through its states). */
+static dla_status decoder_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                               dla_tensor **out)
+{
+    (void)nout;
+    dla_net *net = ctx;
+    dla_tensor *y;
+    dla_status st = dla_net_forward(net, nin, in, 1, &y, NULL,
+                                    &(dla_net_forward_options){
+                                        .outputs = (const char *[]){"dec"}});
+    if (st != DLA_OK)
+        return st;
+    out[0] = total(dla_mul(y, y));
+    const int n = dla_table_count(dla_net_learnables(net));
+    for (int i = 0; i < n; i++)
+        out[1 + i] = NULL;
+    return dla_net_gradient(net, out[0], out + 1);
+}
+
+/* Gradients flow into the state inputs and out of the state outputs
+ * (central differences), and from one layer's state outputs into
+ * another's state inputs: an encoder whose final states start a
+ * decoder. */
+static void test_state_port_gradients_match_finite_differences(void **state)
+{
+    (void)state;
+    const int64_t nc = 2, nb = 2, nt = 3, nh = 3;
+    dla_tensor *in[3] = {nn_rand("CBT", DLA_DIMS(nc, nb, nt)), nn_rand("CB", DLA_DIMS(nh, nb)),
+                         nn_rand("CB", DLA_DIMS(nh, nb))};
+    const int check[3] = {1, 1, 1};
+    dla_net *net = ported(dla_lstm_layer(nh, &(dla_lstm_layer_options){
+                              .name = "l", .bias_initializer = "narrow-normal",
+                              .has_state_inputs = 1, .has_state_outputs = 1}),
+                          3, in);
+    gc_check(ports_fn, net, 3, in, check, 1e-6);
+    dla_net_free(net);
+    net = ported(dla_gru_layer(nh, &(dla_gru_layer_options){.name = "g", .has_state_inputs = 1,
+                                                            .has_state_outputs = 1}),
+                 2, in);
+    gc_check(ports_fn, net, 2, in, check, 1e-6);
+    dla_net_free(net);
+    /* enc/hidden -> dec/hidden, enc/cell -> dec/cell; the loss reads the
+     * decoder alone, so x1's gradient comes through the states. */
+    dla_layer *l[2] = {dla_lstm_layer(nh, &(dla_lstm_layer_options){
+                           .name = "enc", .output_mode = "last", .has_state_outputs = 1}),
+                       dla_lstm_layer(nh, &(dla_lstm_layer_options){.name = "dec",
+                                                                    .has_state_inputs = 1})};
+    net = dla_net_create(2, l);
+    assert_non_null(net);
+    /* dla_net_create joined them "enc" -> "dec/in"; the decoder reads its
+     * own sequence, the encoder's states. */
+    assert_int_equal(dla_net_disconnect(net, "enc/out", "dec/in"), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "enc/hidden", "dec/hidden"), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "enc/cell", "dec/cell"), DLA_OK);
+    dla_tensor *x2 = nn_rand("CBT", DLA_DIMS(nc, nb, nt + 1));
+    if (dla_net_init(net, 2, (dla_tensor *[]){in[0], x2}) != DLA_OK)
+        fail_msg("init: %s", dla_last_error());
+    assert_names(dla_net_input_name, net, 2, (const char *[]){"enc", "dec/in"});
+    assert_names(dla_net_output_name, net, 2, (const char *[]){"enc/out", "dec"});
+    const char *src, *dst;
+    assert_int_equal(dla_net_connection(net, 0, &src, &dst), DLA_OK);
+    assert_string_equal(src, "enc/hidden");
+    assert_string_equal(dst, "dec/hidden");
+    /* The values: dla_lstm twice. */
+    dla_scope_begin();
+    dla_tensor *y, *hs, *cs, *out[2];
+    dla_tensor *z = dla_zeros(DLA_F64, "", DLA_DIMS(nh, 1));
+    assert_int_equal(dla_lstm(in[0], z, z, dla_net_get(net, "enc", "InputWeights"),
+                              dla_net_get(net, "enc", "RecurrentWeights"),
+                              dla_net_get(net, "enc", "Bias"), NULL, &y, &hs, &cs),
+                     DLA_OK);
+    assert_int_equal(dla_lstm(x2, hs, cs, dla_net_get(net, "dec", "InputWeights"),
+                              dla_net_get(net, "dec", "RecurrentWeights"),
+                              dla_net_get(net, "dec", "Bias"), NULL, &y, NULL, NULL),
+                     DLA_OK);
+    assert_int_equal(dla_net_predict(net, 2, (dla_tensor *[]){in[0], x2}, 2, out, NULL), DLA_OK);
+    assert_true(tu_same_bits(out[1], y));
+    assert_true(tu_same_bits(out[0], hs));
+    dla_scope_end();
+    gc_check(ports_fn, net, 2, (dla_tensor *[]){in[0], x2}, check, 1e-6);
+    /* dla_net_gradient reaches the encoder's learnables (it refuses a
+     * learnable the loss does not depend on). */
+    dla_scope_begin();
+    dla_tensor *lg[7];
+    assert_int_equal(dla_table_count(dla_net_learnables(net)), 6);
+    if (dla_feval(decoder_loss, net, 2, (dla_tensor *[]){in[0], x2}, 7, lg) != DLA_OK)
+        fail_msg("gradient: %s", dla_last_error());
+    double gmax = 0;
+    for (int64_t i = 0; i < dla_tensor_numel(lg[1]); i++)
+        gmax = tu_worse(gmax, fabs(dla_tensor_item(lg[1], i))); /* enc's InputWeights */
+    assert_true(gmax > 1e-6);
+    dla_scope_end();
+    dla_net_free(net);
+    dla_tensor_release(x2);
+    for (int i = 0; i < 3; i++)
+        dla_tensor_release(in[i]);
+}
+
+static void expect_failed(dla_status got, dla_status want, const char *const *texts, int n)
+{
+    if (got != want)
+        fail_msg("expected %s, got %s (%s)", dla_status_str(want), dla_status_str(got),
+                 dla_last_error());
+    for (int i = 0; i < n; i++)
+        if (!strstr(dla_last_error(), texts[i]))
+            fail_msg("the message \"%s\" does not contain \"%s\"", dla_last_error(), texts[i]);
+}
+
+/* A state input that does not fit is refused naming the layer, the
+ * input and both shapes; ports that do not exist are refused naming
+ * those that do. */
+static void test_state_port_refusals_name_the_layer_and_the_input(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const int64_t nc = 2, nb = 2, nt = 3, nh = 3;
+    dla_tensor *x = dla_scope_adopt(nn_rand("CBT", DLA_DIMS(nc, nb, nt)));
+    dla_tensor *h0 = dla_scope_adopt(nn_rand("CB", DLA_DIMS(nh, nb)));
+    dla_lstm_layer_options o = {.name = "l", .has_state_inputs = 1, .has_state_outputs = 1};
+    /* At initialization: the cell state's channels. */
+    dla_layer *l = dla_lstm_layer(nh, &o);
+    dla_net *net = dla_net_create(1, &l);
+    assert_non_null(net);
+    expect_failed(dla_net_init(net, 3, (dla_tensor *[]){x, h0, dla_zeros(DLA_F64, "CB",
+                                                                          DLA_DIMS(nh + 1, nb))}),
+                  DLA_ERR_SHAPE, (const char *[]){"layer 'l'", "input \"cell\" is 4(C) x 2(B)",
+                                                  "\"CB\" 3 x observations"}, 3);
+    dla_net_free(net);
+    net = ported(dla_lstm_layer(nh, &o), 3, (dla_tensor *[]){x, h0, h0});
+    dla_tensor *y[3];
+    /* At a run: another batch, another format, another type. */
+    expect_failed(dla_net_predict(net, 3, (dla_tensor *[]){x, h0, dla_zeros(DLA_F64, "CB",
+                                                                             DLA_DIMS(nh, 3))},
+                                  3, y, NULL),
+                  DLA_ERR_SHAPE, (const char *[]){"layer 'l'", "input \"cell\" is 3x3 \"CB\"",
+                                                  "it takes 3x2 \"CB\""}, 3);
+    nn_expect_error(y[0], DLA_ERR_SHAPE, "input \"cell\"");
+    expect_failed(dla_net_forward(net, 3, (dla_tensor *[]){x, dla_zeros(DLA_F64, "CBT",
+                                                                         DLA_DIMS(nh, nb, 1)),
+                                                          h0},
+                                  3, y, NULL, NULL),
+                  DLA_ERR_SHAPE, (const char *[]){"layer 'l'", "input \"hidden\" is 3x2x1 \"CBT\""},
+                  2);
+    dla_net_free(net);
+    /* Ports by name. */
+    dla_layer *two[2] = {dla_lstm_layer(nh, &(dla_lstm_layer_options){.name = "a"}),
+                         dla_gru_layer(nh, &(dla_gru_layer_options){.name = "g",
+                                                                    .has_state_inputs = 1})};
+    net = dla_net_create(2, two);
+    assert_non_null(net);
+    expect_failed(dla_net_connect(net, "a/hidden", "g/hidden"), DLA_ERR_INVALID_ARGUMENT,
+                  (const char *[]){"source \"a/hidden\": layer 'a' has one output"}, 1);
+    expect_failed(dla_net_connect(net, "a", "g/cell"), DLA_ERR_INVALID_ARGUMENT,
+                  (const char *[]){"layer 'g' has inputs \"in\", \"hidden\"; name one"}, 1);
+    expect_failed(dla_net_connect(net, "a", "g"), DLA_ERR_INVALID_ARGUMENT,
+                  (const char *[]){"layer 'g' has inputs \"in\", \"hidden\""}, 1);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -414,6 +757,10 @@ int main(void)
         TU_TEST(test_one_sequence_without_a_batch_dim),
         TU_TEST(test_no_steps_give_the_initial_states_for_every_observation),
         TU_TEST(test_refusals_name_the_function_and_the_argument),
+        TU_TEST(test_state_ports_give_the_functions_bits),
+        TU_TEST(test_bilstm_state_ports_are_its_state),
+        TU_TEST(test_state_port_gradients_match_finite_differences),
+        TU_TEST(test_state_port_refusals_name_the_layer_and_the_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -544,6 +544,27 @@ typedef struct dla_lstm_layer_options {
     const char *input_weights_initializer;     /* NULL: "glorot" */
     const char *recurrent_weights_initializer; /* NULL: "orthogonal" */
     const char *bias_initializer;              /* NULL: "unit-forget-gate" */
+    /* MATLAB's HasStateInputs: nonzero gives the layer three inputs, "in"
+     * (the sequences), "hidden" and "cell" (connect to "name/hidden" and
+     * "name/cell"; an unconnected one is a network input): the initial
+     * states, "CB" H x N for the N observations of "in" (or H x 1 for
+     * all; 2H for a bilstm, the forward direction's rows then the backward
+     * one's), which must be of the network's type. The layer then has no
+     * HiddenState and CellState (it is stateless: every run starts from
+     * its inputs, and dla_net_reset_state has nothing of it to reset), and
+     * gradients flow into the state inputs. A state input of another
+     * format, channel count or batch fails with DLA_ERR_SHAPE naming the
+     * layer, the input and both shapes. */
+    int has_state_inputs;
+    /* MATLAB's HasStateOutputs: nonzero gives the layer three outputs,
+     * "out" (as without: OutputMode applies to it alone), "hidden" and
+     * "cell": the states after the last step, "CB" H x N (2H x N for a
+     * bilstm, each direction's after its last step), whatever OutputMode.
+     * Connect from "name/hidden" and "name/cell" ("name" alone, or
+     * "name/out", is "out"); an output port nothing reads is an output of
+     * the network, named so (dla_net_output_name). Without state inputs
+     * the layer keeps its HiddenState and CellState as before. */
+    int has_state_outputs;
 } dla_lstm_layer_options;
 DLA_API dla_layer *dla_lstm_layer(int64_t num_hidden_units, const dla_lstm_layer_options *opts);
 
@@ -579,6 +600,10 @@ typedef struct dla_gru_layer_options {
     const char *input_weights_initializer;     /* NULL: "glorot" */
     const char *recurrent_weights_initializer; /* NULL: "orthogonal" */
     const char *bias_initializer;              /* NULL: "zeros" */
+    /* HasStateInputs and HasStateOutputs as the LSTM's, with one state:
+     * inputs "in" and "hidden", outputs "out" and "hidden" (H x N). */
+    int has_state_inputs;
+    int has_state_outputs;
 } dla_gru_layer_options;
 DLA_API dla_layer *dla_gru_layer(int64_t num_hidden_units, const dla_gru_layer_options *opts);
 
@@ -887,9 +912,11 @@ DLA_API void dla_net_free(dla_net *net);
  * an error state...) frees the layers it could take and leaves the
  * network as it was, initialized if it was. */
 DLA_API dla_status dla_net_add_layers(dla_net *net, int n, dla_layer *const *layers);
-/* MATLAB connectLayers(net, source, destination): source is a layer name;
- * destination a layer name (its only input) or "layer/inK". The
- * destination input must be free. The network becomes uninitialized. */
+/* MATLAB connectLayers(net, source, destination): source is a layer name
+ * ("layer/out" alike), or one of its output ports ("lstm/hidden",
+ * "lstm/cell": HasStateOutputs); destination a layer name (its only
+ * input), "layer/inK", or a named port ("attn/mask", "lstm/hidden").
+ * The destination input must be free. The network becomes uninitialized. */
 DLA_API dla_status dla_net_connect(dla_net *net, const char *source, const char *destination);
 /* MATLAB disconnectLayers. DLA_ERR_INVALID_ARGUMENT when not connected. */
 DLA_API dla_status dla_net_disconnect(dla_net *net, const char *source, const char *destination);
@@ -966,7 +993,11 @@ DLA_API const char *dla_net_layer_type(const dla_net *net, int i);
  * network is initialized or freed). */
 DLA_API int dla_net_input_count(const dla_net *net);
 DLA_API const char *dla_net_input_name(const dla_net *net, int i);
-/* The layers whose outputs nothing reads (before initialization too). */
+/* The layer outputs nothing reads (before initialization too): a
+ * layer's name (valid as long as the layer), or "layer/out",
+ * "layer/hidden", "layer/cell" for a layer of several outputs
+ * (HasStateOutputs), each port nothing reads (valid as the input names
+ * are). */
 DLA_API int dla_net_output_count(const dla_net *net);
 DLA_API const char *dla_net_output_name(const dla_net *net, int i);
 /* Connection i as source and destination ("add/in2"); DLA_ERR_INVALID_ARGUMENT
@@ -974,7 +1005,8 @@ DLA_API const char *dla_net_output_name(const dla_net *net, int i);
 DLA_API int dla_net_connection_count(const dla_net *net);
 DLA_API dla_status dla_net_connection(const dla_net *net, int i, const char **source,
                                       const char **destination);
-/* The activation a layer (by name) or input i gives in the initializing
+/* The activation a layer (by name; an output port as "lstm/hidden") or
+ * input i gives in the initializing
  * run (one observation behind an input layer; an input given by example
  * has the example's dims, its batch included):
  * its dims into dims (DLA_MAX_DIMS room) and its labels into format
@@ -1052,8 +1084,9 @@ DLA_API dla_status dla_net_set_input_statistics(dla_net *net, const char *layer,
 
 typedef struct dla_net_forward_options {
     /* The layers whose outputs are wanted (MATLAB's Outputs name-value),
-     * noutputs names (a layer's name, or MATLAB's "name/out" for its one
-     * output); NULL: the network's outputs. Only the layers they
+     * noutputs names (a layer's name, or MATLAB's "name/out" for its
+     * first output, "name/hidden" and "name/cell" for its state outputs);
+     * NULL: the network's outputs. Only the layers they
      * read run (and, when the new state is an output, every layer with
      * state and what it reads). */
     const char *const *outputs;
