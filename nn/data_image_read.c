@@ -115,7 +115,12 @@ static void warp(const job *jb, const dla__image *im, const xform *t, unsigned c
             rx = rx < 0 ? 0 : rx > im->w - 1 ? im->w - 1 : rx;
             ry = ry < 0 ? 0 : ry > im->h - 1 ? im->h - 1 : ry;
             double dx = rx - cx - t->tx, dy = ry - cy - t->ty;
-            double u = (ca * dx + sa * dy) / t->scale, v = (-sa * dx + ca * dy) / t->scale;
+            /* The rotation undone: forward, a positive angle turns the
+             * image counterclockwise as displayed (imrotate's way; with
+             * rows down, a point right of the centre goes up: x' = c x +
+             * s y, y' = -s x + c y), so back is x = c x' - s y', y = s x'
+             * + c y'. It turned clockwise, the opposite of MATLAB's. */
+            double u = (ca * dx - sa * dy) / t->scale, v = (sa * dx + ca * dy) / t->scale;
             if (t->flip_x)
                 u = -u;
             if (t->flip_y)

@@ -660,8 +660,10 @@ static void test_augmented_datastore_resizes_reflects_rotates_and_translates(voi
  * moves out of the image (the border of a 4x4 image of 200 read at 8x8
  * was 150, its corners 113). */
 /* The directions docs/data.md states, as displayed (row 1 at the top):
- * +90 degrees turns the image clockwise (its left column becomes its top
- * row), +x moves it right, +y down. */
+ * +90 degrees turns the image counterclockwise, as MATLAB's imrotate (its
+ * right column becomes its top row: the top-right corner goes to the
+ * top-left), +x moves it right, +y down. A rotation of [90 90] turned it
+ * clockwise (the left column on top). */
 static void test_augmentation_directions_are_as_documented(void **state)
 {
     (void)state;
@@ -684,7 +686,7 @@ static void test_augmentation_directions_are_as_documented(void **state)
         read_u8(a, px, sizeof px);
         for (int r = 0; r < 3; r++)
             for (int c = 0; c < 3; c++) {
-                int want = t == 0   ? rows[3 * (2 - c) + r]
+                int want = t == 0   ? rows[3 * c + (2 - r)]
                            : t == 1 ? (c ? rows[3 * r + c - 1] : 0)
                                     : (r ? rows[3 * (r - 1) + c] : 0);
                 if (px[r + 3 * c] != want)

@@ -372,8 +372,9 @@ typedef struct dla_image_augmenter {
     int rand_x_reflection;          /* RandXReflection: mirror left-right, p = 0.5 */
     int rand_y_reflection;          /* RandYReflection: mirror top-bottom, p = 0.5 */
     double rand_rotation[2];        /* RandRotation: degrees, uniform in [lo, hi]; a
-                                     * positive angle turns the image clockwise as
-                                     * displayed (rows down; docs/data.md) */
+                                     * positive angle turns the image
+                                     * counterclockwise as displayed (row 1 at the
+                                     * top), as imrotate (docs/data.md) */
     double rand_scale[2];           /* RandScale: uniform in [lo, hi]; {0, 0}: 1 */
     double rand_x_translation[2];   /* RandXTranslation: pixels, uniform in [lo, hi] */
     double rand_y_translation[2];   /* RandYTranslation: pixels */
