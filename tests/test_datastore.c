@@ -1252,7 +1252,7 @@ static void test_png_16_bit_samples_keep_their_precision(void **state)
 /* ------------------------------------------------------------ queues */
 
 /* One run of a queue over an augmented datastore: batches of 4 of 16 8x8
- * images, their bytes in out[] in the order handed out (two passes, with
+ * crops of 9x9 images, their bytes in out[] in the order handed out (two passes, with
  * change() between them and before the first). wait_ms lets the dispatch
  * thread make batches ahead before the first change; take_first takes
  * one batch of the first pass before it. Returns the bytes written. */
@@ -1262,8 +1262,13 @@ static size_t augmented_run(const char *top, int background, int wait_ms, int ta
 {
     dla_imds *ds, *aug;
     assert_ok(dla_imds_create(top, &(dla_imds_options){.dtype = DLA_U8}, &ds));
-    dla_image_augmenter g = {.rand_x_reflection = 1, .rand_rotation = {-20, 20}};
-    assert_ok(dla_augimds_create((int64_t[]){8, 8}, ds, &g, 42, &aug));
+    /* Every kind of draw, a random 8x8 crop of the 9x9 files too, so
+     * that each goes through the queue's stream. */
+    dla_image_augmenter g = {.rand_x_reflection = 1, .rand_rotation = {-20, 20},
+                             .rand_y_scale = {0.9, 1.1}, .rand_x_shear = {-10, 10}};
+    assert_ok(dla_augimds_create_opts((int64_t[]){8, 8}, ds, &g, 42,
+                                      &(dla_augimds_options){.output_size_mode = "randcrop"},
+                                      &aug));
     dla_imds_free(ds);
     dla_mbq *q;
     assert_ok(dla_mbq_create(1, (dla_mbq_input[]){{.images = aug}},
@@ -1318,10 +1323,10 @@ static void test_background_dispatch_keeps_the_augmentation(void **state)
     const char *top = fresh("augbg");
     mkdirs(path_of("augbg/c"));
     for (int k = 0; k < AUG_N; k++) {
-        unsigned char d[AUG_PX];
-        for (int i = 0; i < AUG_PX; i++)
+        unsigned char d[81]; /* 9x9: augmented_run crops 8x8 at random */
+        for (int i = 0; i < 81; i++)
             d[i] = (unsigned char)(k * 8 + i * 3);
-        write_png_raw(path_of("augbg/c/%02d.png", k), 8, 8, 8, PNG_COLOR_TYPE_GRAY, d, 8, NULL, 0,
+        write_png_raw(path_of("augbg/c/%02d.png", k), 9, 9, 8, PNG_COLOR_TYPE_GRAY, d, 9, NULL, 0,
                       NULL, 0, NULL);
     }
     enum { MAX = 3 * AUG_N * AUG_PX };
