@@ -718,6 +718,14 @@ DLA_API dla_status dla_augimds_create_opts(const int64_t output_size[2], dla_imd
         if (rule[i].bad(rule[i].r))
             return dla__data_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument aug: %s [%g, %g]: %s",
                                   op, rule[i].name, rule[i].r[0], rule[i].r[1], rule[i].why);
+    /* {r, g, b} without fill_per_channel would fill every channel with r
+     * without a word. */
+    if (!g.fill_per_channel && (g.fill_value[1] != 0 || g.fill_value[2] != 0))
+        return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                              "%s: argument aug: fill_value {%g, %g, %g} without fill_per_channel: "
+                              "fill_value[0] alone fills every channel; set fill_per_channel for "
+                              "one per channel", op, g.fill_value[0], g.fill_value[1],
+                              g.fill_value[2]);
     const int nfill = g.fill_per_channel ? 3 : 1;
     for (int k = 0; k < nfill; k++)
         if (!isfinite(g.fill_value[k]))

@@ -784,15 +784,17 @@ static void test_shear_and_fill_value_map_pixels_as_documented(void **state)
     dla_imds_free(a1);
     dla_imds_free(a2);
     /* Angles of +-90 and beyond (an infinite tangent), fill values that
-     * are not finite, and a fill per channel for a gray image: refused. */
+     * are not finite, a fill per channel for a gray image, and three fill
+     * values without fill_per_channel: refused. */
     const dla_image_augmenter refused[] = {
         {.rand_x_shear = {-90, 0}},  {.rand_y_shear = {10, 90}},
         {.rand_x_shear = {-95, -91}}, {.fill_value = {NAN}},
         {.fill_value = {1, 2, 3}, .fill_per_channel = 1},
+        {.fill_value = {1, 2, 3}}, /* would have filled every channel with 1 */
     };
     const char *why[] = {"rand_x_shear", "rand_y_shear", "(-90, 90)", "fill_value[0]",
-                         "fill_per_channel"};
-    for (int i = 0; i < 5; i++) {
+                         "fill_per_channel", "without fill_per_channel"};
+    for (int i = 0; i < 6; i++) {
         dla_imds *a = NULL;
         assert_int_equal(dla_augimds_create((int64_t[]){5, 5}, ds, &refused[i], 0, &a),
                          DLA_ERR_INVALID_ARGUMENT);

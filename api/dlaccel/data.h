@@ -394,7 +394,8 @@ typedef struct dla_image_augmenter {
      * outside the image, in the files' 8-bit units (0..255, as MATLAB's
      * uint8 images take it; 128 is mid gray): fill_value[0] for every
      * channel, or with fill_per_channel fill_value[k] for channel k of a
-     * 3-channel output. 0 by default, as MATLAB's. */
+     * 3-channel output (fill_value[1] or [2] set without it is refused).
+     * 0 by default, as MATLAB's. */
     double fill_value[3];
     int fill_per_channel;
 } dla_image_augmenter;
