@@ -644,18 +644,11 @@ static int bad_shear(const double r[2])
     return !(r[0] > -90 && r[1] < 90);
 }
 
-DLA_API dla_status dla_augimds_create(const int64_t output_size[2], dla_imds *ds,
-                                      const dla_image_augmenter *aug, uint64_t seed,
-                                      dla_imds **out)
+/* dla_augimds_create and _opts, their errors naming op. */
+static dla_status augimds_create(const int64_t output_size[2], dla_imds *ds,
+                                 const dla_image_augmenter *aug, uint64_t seed,
+                                 const dla_augimds_options *opts, dla_imds **out, const char *op)
 {
-    return dla_augimds_create_opts(output_size, ds, aug, seed, NULL, out);
-}
-
-DLA_API dla_status dla_augimds_create_opts(const int64_t output_size[2], dla_imds *ds,
-                                           const dla_image_augmenter *aug, uint64_t seed,
-                                           const dla_augimds_options *opts, dla_imds **out)
-{
-    static const char op[] = "dla_augimds_create";
     static const char *const modes[] = {"resize", "centercrop", "randcrop"};
     static const char *const colors[] = {"none", "gray2rgb", "rgb2gray"};
     if (!out)
@@ -765,4 +758,18 @@ DLA_API dla_status dla_augimds_create_opts(const int64_t output_size[2], dla_imd
         return dla_last_status();
     *out = d;
     return DLA_OK;
+}
+
+DLA_API dla_status dla_augimds_create(const int64_t output_size[2], dla_imds *ds,
+                                      const dla_image_augmenter *aug, uint64_t seed,
+                                      dla_imds **out)
+{
+    return augimds_create(output_size, ds, aug, seed, NULL, out, "dla_augimds_create");
+}
+
+DLA_API dla_status dla_augimds_create_opts(const int64_t output_size[2], dla_imds *ds,
+                                           const dla_image_augmenter *aug, uint64_t seed,
+                                           const dla_augimds_options *opts, dla_imds **out)
+{
+    return augimds_create(output_size, ds, aug, seed, opts, out, "dla_augimds_create_opts");
 }

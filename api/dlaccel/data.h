@@ -424,7 +424,8 @@ typedef struct dla_augimds_options {
  * aug): reads ds's files, transforms each image by aug (about its centre,
  * in its own pixels: reflection, scale, shear, rotation, translation;
  * pixels that the transform brings in from outside the image are
- * aug->fill_value, 0 by default) and resizes it to
+ * aug->fill_value, 0 by default) and resizes it (or, with
+ * dla_augimds_create_opts, crops it) to
  * output_size[0] x output_size[1] (bilinear, replicating the edge as
  * imresize does, so an upsized image keeps its border; MATLAB's imresize
  * is bicubic with antialiasing), so images of any size may be mixed (but
@@ -439,8 +440,9 @@ typedef struct dla_augimds_options {
  * takes its options; ds may be freed after. Errors: DLA_ERR_INVALID_ARGUMENT
  * (ds augmented already, a size below 1, a range with lo > hi or a bound
  * that is not finite, a scale <= 0, a shear angle outside (-90, 90), a fill
- * value that is not finite, fill_per_channel for an output that does not
- * have 3 channels). */
+ * value that is not finite, fill_value[1] or [2] set without
+ * fill_per_channel, fill_per_channel for an output that does not have 3
+ * channels). */
 DLA_API dla_status dla_augimds_create(const int64_t output_size[2], dla_imds *ds,
                                       const dla_image_augmenter *aug, uint64_t seed,
                                       dla_imds **out);
