@@ -900,7 +900,8 @@ static void test_output_size_mode_crops_without_resizing(void **state)
     dla_imds *a;
     unsigned char out[12];
     assert_ok(dla_augimds_create_opts((int64_t[]){3, 4}, ds, NULL, 0,
-                                      &(dla_augimds_options){.output_size_mode = "centercrop"}, &a));
+                                      &(dla_augimds_options){.output_size_mode = "centercrop"},
+                                      &a));
     int64_t size[3];
     dla_imds_image_size(a, size);
     assert_int_equal(size[0], 3);
@@ -914,7 +915,8 @@ static void test_output_size_mode_crops_without_resizing(void **state)
      * the crop's column x is the image's column x (1 + x - 1). */
     dla_image_augmenter g = {.rand_x_translation = {1, 1}};
     assert_ok(dla_augimds_create_opts((int64_t[]){3, 4}, ds, &g, 0,
-                                      &(dla_augimds_options){.output_size_mode = "centercrop"}, &a));
+                                      &(dla_augimds_options){.output_size_mode = "centercrop"},
+                                      &a));
     read_u8(a, out, sizeof out);
     for (int y = 0; y < 3; y++)
         for (int x = 0; x < 4; x++)
@@ -980,7 +982,8 @@ static void test_output_size_mode_crops_without_resizing(void **state)
                                              &a),
                      DLA_ERR_INVALID_ARGUMENT);
     assert_null(a);
-    assert_non_null(strstr(dla_last_error(), "dla_augimds_create_opts: option output_size_mode \"crop\""));
+    assert_non_null(
+        strstr(dla_last_error(), "dla_augimds_create_opts: option output_size_mode \"crop\""));
     assert_non_null(strstr(dla_last_error(), "randcrop"));
     dla_imds_free(ds);
 }
