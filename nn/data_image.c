@@ -619,11 +619,38 @@ static int bad_range(const double r[2])
     return !(r[0] <= r[1]) || !isfinite(r[0]) || !isfinite(r[1]) || !isfinite(r[1] - r[0]);
 }
 
-DLA_API dla_status dla_augimds_create(const int64_t output_size[2], dla_imds *ds,
-                                      const dla_image_augmenter *aug, uint64_t seed,
-                                      dla_imds **out)
+/* Which of names[0..n-1] str is (NULL: the first); -1 if none. */
+static int choice(const char *str, const char *const *names, int n)
 {
-    static const char op[] = "dla_augimds_create";
+    if (!str)
+        return 0;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(str, names[i]))
+            return i;
+    return -1;
+}
+
+/* A range that is set (not {0, 0}) whose lower bound is not above 0: a
+ * scale that would mirror or flatten the image. */
+static int bad_factor(const double r[2])
+{
+    return (r[0] != 0 || r[1] != 0) && !(r[0] > 0);
+}
+
+/* A shear range reaching -90 or 90 degrees, where the tangent is
+ * infinite (MATLAB's range is (-90, 90)). */
+static int bad_shear(const double r[2])
+{
+    return !(r[0] > -90 && r[1] < 90);
+}
+
+/* dla_augimds_create and _opts, their errors naming op. */
+static dla_status augimds_create(const int64_t output_size[2], dla_imds *ds,
+                                 const dla_image_augmenter *aug, uint64_t seed,
+                                 const dla_augimds_options *opts, dla_imds **out, const char *op)
+{
+    static const char *const modes[] = {"resize", "centercrop", "randcrop"};
+    static const char *const colors[] = {"none", "gray2rgb", "rgb2gray"};
     if (!out)
         return dla__data_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument out is NULL", op);
     *out = NULL;
@@ -643,18 +670,69 @@ DLA_API dla_status dla_augimds_create(const int64_t output_size[2], dla_imds *ds
         output_size[1] > 65535)
         return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
                               "%s: argument output_size: 1..65535 rows and columns", op);
+    dla_augimds_options o = opts ? *opts : (dla_augimds_options){0};
+    const int mode = choice(o.output_size_mode, modes, 3);
+    const int color = choice(o.color_preprocessing, colors, 3);
+    if (mode < 0)
+        return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                              "%s: option output_size_mode \"%s\"; \"resize\", \"centercrop\" "
+                              "or \"randcrop\"", op, o.output_size_mode);
+    if (color < 0)
+        return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                              "%s: option color_preprocessing \"%s\"; \"none\", \"gray2rgb\" "
+                              "or \"rgb2gray\"", op, o.color_preprocessing);
     dla_image_augmenter g = aug ? *aug : (dla_image_augmenter){0};
     const char *bad = bad_range(g.rand_rotation)        ? "rand_rotation"
                       : bad_range(g.rand_scale)         ? "rand_scale"
                       : bad_range(g.rand_x_translation) ? "rand_x_translation"
                       : bad_range(g.rand_y_translation) ? "rand_y_translation"
-                      : (g.rand_scale[0] != 0 || g.rand_scale[1] != 0) && !(g.rand_scale[0] > 0)
-                          ? "rand_scale (factors must be > 0)"
-                          : NULL;
+                      : bad_range(g.rand_x_scale)       ? "rand_x_scale"
+                      : bad_range(g.rand_y_scale)       ? "rand_y_scale"
+                      : bad_range(g.rand_x_shear)       ? "rand_x_shear"
+                      : bad_range(g.rand_y_shear)       ? "rand_y_shear"
+                                                        : NULL;
     if (bad)
         return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
                               "%s: argument aug: %s is not a range [lo, hi] of finite values with lo "
                               "<= hi (and a finite hi - lo)", op, bad);
+    const struct {
+        const char *name;
+        const double *r;
+        int (*bad)(const double r[2]);
+        const char *why;
+    } rule[] = {
+        {"rand_scale", g.rand_scale, bad_factor, "scale factors must be > 0"},
+        {"rand_x_scale", g.rand_x_scale, bad_factor, "scale factors must be > 0"},
+        {"rand_y_scale", g.rand_y_scale, bad_factor, "scale factors must be > 0"},
+        {"rand_x_shear", g.rand_x_shear, bad_shear, "shear angles are degrees in (-90, 90)"},
+        {"rand_y_shear", g.rand_y_shear, bad_shear, "shear angles are degrees in (-90, 90)"},
+    };
+    for (size_t i = 0; i < sizeof rule / sizeof rule[0]; i++)
+        if (rule[i].bad(rule[i].r))
+            return dla__data_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument aug: %s [%g, %g]: %s",
+                                  op, rule[i].name, rule[i].r[0], rule[i].r[1], rule[i].why);
+    /* {r, g, b} without fill_per_channel would fill every channel with r
+     * without a word. */
+    if (!g.fill_per_channel && (g.fill_value[1] != 0 || g.fill_value[2] != 0))
+        return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                              "%s: argument aug: fill_value {%g, %g, %g} without fill_per_channel: "
+                              "fill_value[0] alone fills every channel; set fill_per_channel for "
+                              "one per channel", op, g.fill_value[0], g.fill_value[1],
+                              g.fill_value[2]);
+    const int nfill = g.fill_per_channel ? 3 : 1;
+    for (int k = 0; k < nfill; k++)
+        if (!isfinite(g.fill_value[k]))
+            return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                                  "%s: argument aug: fill_value[%d] = %g is not finite", op, k,
+                                  g.fill_value[k]);
+    const int channels = color == DLA__COLOR_GRAY2RGB   ? 3
+                         : color == DLA__COLOR_RGB2GRAY ? 1
+                                                        : ds->cat->c;
+    if (g.fill_per_channel && channels != 3)
+        return dla__data_fail(DLA_ERR_INVALID_ARGUMENT,
+                              "%s: argument aug: fill_per_channel for images of %d channel%s; a "
+                              "fill value per channel needs 3 (MATLAB: a scalar FillValue for "
+                              "single-channel images)", op, channels, channels == 1 ? "" : "s");
     dla__imds_augment *a = dla__data_calloc(1, sizeof *a);
     pthread_mutex_t *lock = dla__data_malloc(sizeof *lock);
     if (!a || !lock || pthread_mutex_init(lock, NULL) != 0) {
@@ -665,6 +743,8 @@ DLA_API dla_status dla_augimds_create(const int64_t output_size[2], dla_imds *ds
     a->refs = 1;
     a->out_h = (int)output_size[0];
     a->out_w = (int)output_size[1];
+    a->size_mode = mode;
+    a->color = color;
     a->aug = g;
     a->lock = lock;
     a->seed = seed;
@@ -678,4 +758,18 @@ DLA_API dla_status dla_augimds_create(const int64_t output_size[2], dla_imds *ds
         return dla_last_status();
     *out = d;
     return DLA_OK;
+}
+
+DLA_API dla_status dla_augimds_create(const int64_t output_size[2], dla_imds *ds,
+                                      const dla_image_augmenter *aug, uint64_t seed,
+                                      dla_imds **out)
+{
+    return augimds_create(output_size, ds, aug, seed, NULL, out, "dla_augimds_create");
+}
+
+DLA_API dla_status dla_augimds_create_opts(const int64_t output_size[2], dla_imds *ds,
+                                           const dla_image_augmenter *aug, uint64_t seed,
+                                           const dla_augimds_options *opts, dla_imds **out)
+{
+    return augimds_create(output_size, ds, aug, seed, opts, out, "dla_augimds_create_opts");
 }

@@ -78,9 +78,15 @@ void dla__imds_catalog_release(dla__imds_catalog *c);
  * that its readers (dla_imds_read and the like, on any thread) draw under.
  * A mini-batch queue draws from a stream of its own instead, seeded from
  * seed (data_mbq.c), so that what it draws never depends on timing. */
+/* augmentedImageDatastore's OutputSizeMode and ColorPreprocessing. */
+enum { DLA__SIZE_RESIZE, DLA__SIZE_CENTERCROP, DLA__SIZE_RANDCROP };
+enum { DLA__COLOR_NONE, DLA__COLOR_GRAY2RGB, DLA__COLOR_RGB2GRAY };
+
 typedef struct dla__imds_augment {
     int refs;                 /* atomic */
     int out_h, out_w;
+    int size_mode;            /* DLA__SIZE_* */
+    int color;                /* DLA__COLOR_* */
     dla_image_augmenter aug;
     uint64_t seed;
     void *lock;               /* a pthread_mutex_t */

@@ -21,7 +21,10 @@
 /* One image's transform, drawn per image. */
 typedef struct xform {
     int flip_x, flip_y;
-    double angle, scale, tx, ty; /* degrees, factor, pixels */
+    double angle, tx, ty;        /* degrees, pixels */
+    double scale_x, scale_y;     /* factors: the width's and the height's */
+    double shear_x, shear_y;     /* degrees */
+    double crop_y, crop_x;       /* randcrop: uniforms in [0, 1) placing the crop */
 } xform;
 
 typedef struct job {
@@ -42,9 +45,10 @@ typedef struct job {
 
 void dla__imds_out_size(const dla_imds *ds, int *h, int *w, int *c)
 {
-    *h = ds->augment ? ds->augment->out_h : ds->cat->h;
-    *w = ds->augment ? ds->augment->out_w : ds->cat->w;
-    *c = ds->cat->c;
+    const dla__imds_augment *a = ds->augment;
+    *h = a ? a->out_h : ds->cat->h;
+    *w = a ? a->out_w : ds->cat->w;
+    *c = !a || a->color == DLA__COLOR_NONE ? ds->cat->c : a->color == DLA__COLOR_GRAY2RGB ? 3 : 1;
 }
 
 static void put(const job *jb, unsigned char *dst, size_t i, double v)
@@ -94,9 +98,35 @@ static void copy_plain(const job *jb, const dla__image *im, unsigned char *dst)
     }
 }
 
-/* Output pixel (yo, xo) comes from the point of the input image found by
- * undoing the resize, then the transform about the input's centre;
- * bilinear between the four pixels around it, 0 outside the image.
+/* Channel k of pixel p (its number in the image) of im, after the
+ * colour preprocessing: rgb2gray with MATLAB's rgb2gray weights, gray2rgb
+ * the one channel for each; an image that is already what is asked for
+ * as it is. */
+static double sample(const dla__image *im, int color, size_t p, int k)
+{
+    size_t at = p * (size_t)im->c;
+    if (color == DLA__COLOR_RGB2GRAY && im->c == 3)
+        return 0.2989 * dla__image_sample(im, at) + 0.5870 * dla__image_sample(im, at + 1) +
+               0.1140 * dla__image_sample(im, at + 2);
+    if (color == DLA__COLOR_GRAY2RGB && im->c == 1)
+        return dla__image_sample(im, at);
+    return dla__image_sample(im, at + (size_t)k);
+}
+
+/* v, or the whole number it is within rounding of: exact quarter turns
+ * and whole shifts land on pixel centres, where cos(90 degrees) = 6e-17
+ * left a weight of 1e-16 on a neighbour that may be the fill. */
+static double snap(double v)
+{
+    double r = nearbyint(v);
+    return fabs(v - r) < 1e-9 ? r : v;
+}
+
+/* Output pixel (yo, xo) comes from a point of the transformed image: the
+ * resize undone ("resize"), or the crop's offset added (the crops); then
+ * from the point of the input image found by undoing the transform about
+ * the input's centre; bilinear between the four pixels around it, the
+ * fill value for those outside the image.
  * The resize's point is first clamped to the input's pixel centres, as
  * MATLAB's imresize replicates the edge: when upsizing, the outer output
  * pixels map up to half an input pixel beyond the first and last centres,
@@ -105,32 +135,73 @@ static void copy_plain(const job *jb, const dla__image *im, unsigned char *dst)
  * only for points the random transform moves out of the image. */
 static void warp(const job *jb, const dla__image *im, const xform *t, unsigned char *dst)
 {
+    const dla__imds_augment *ag = jb->ds->augment;
+    const dla_image_augmenter *g = &ag->aug;
+    const double deg = 3.14159265358979323846 / 180.0;
     double sy = (double)im->h / jb->h, sx = (double)im->w / jb->w;
     double cy = (im->h - 1) / 2.0, cx = (im->w - 1) / 2.0;
-    double a = t->angle * (3.14159265358979323846 / 180.0), ca = cos(a), sa = sin(a);
+    /* The transform's linear part, forward, in (x right, y down) about the
+     * centre, applied to the reflected image: scale, then the x shear (x
+     * += tan(a) y), the y shear (y += tan(b) x), then the rotation, which
+     * turns counterclockwise as displayed (imrotate's way; with rows down
+     * a point right of the centre goes up: x' = c x + s y, y' = -s x +
+     * c y). Its inverse takes the output's points back. */
+    double kx = tan(t->shear_x * deg), ky = tan(t->shear_y * deg);
+    double ca = cos(t->angle * deg), sa = sin(t->angle * deg);
+    double s00 = t->scale_x, s01 = kx * t->scale_y;
+    double s10 = ky * t->scale_x, s11 = (ky * kx + 1) * t->scale_y;
+    double m00 = ca * s00 + sa * s10, m01 = ca * s01 + sa * s11;
+    double m10 = -sa * s00 + ca * s10, m11 = -sa * s01 + ca * s11;
+    double det = m00 * m11 - m01 * m10; /* scale_x scale_y: shears keep areas */
+    double i00 = m11 / det, i01 = -m01 / det, i10 = -m10 / det, i11 = m00 / det;
+    /* Where a crop starts in the transformed image (the same size as the
+     * input; read_one refused images smaller than the output). */
+    int y0 = 0, x0 = 0;
+    if (ag->size_mode == DLA__SIZE_CENTERCROP) {
+        y0 = (im->h - jb->h) / 2;
+        x0 = (im->w - jb->w) / 2;
+    } else if (ag->size_mode == DLA__SIZE_RANDCROP) {
+        y0 = (int)(t->crop_y * (im->h - jb->h + 1));
+        x0 = (int)(t->crop_x * (im->w - jb->w + 1));
+        y0 = y0 > im->h - jb->h ? im->h - jb->h : y0;
+        x0 = x0 > im->w - jb->w ? im->w - jb->w : x0;
+    }
+    double fill[3];
+    for (int k = 0; k < 3; k++)
+        fill[k] = g->fill_per_channel ? g->fill_value[k] : g->fill_value[0];
     size_t hw = (size_t)jb->h * (size_t)jb->w;
     for (int xo = 0; xo < jb->w; xo++)
         for (int yo = 0; yo < jb->h; yo++) {
-            double rx = (xo + 0.5) * sx - 0.5, ry = (yo + 0.5) * sy - 0.5;
-            rx = rx < 0 ? 0 : rx > im->w - 1 ? im->w - 1 : rx;
-            ry = ry < 0 ? 0 : ry > im->h - 1 ? im->h - 1 : ry;
+            double rx, ry;
+            if (ag->size_mode == DLA__SIZE_RESIZE) {
+                rx = (xo + 0.5) * sx - 0.5;
+                ry = (yo + 0.5) * sy - 0.5;
+                rx = rx < 0 ? 0 : rx > im->w - 1 ? im->w - 1 : rx;
+                ry = ry < 0 ? 0 : ry > im->h - 1 ? im->h - 1 : ry;
+            } else {
+                rx = x0 + xo;
+                ry = y0 + yo;
+            }
             double dx = rx - cx - t->tx, dy = ry - cy - t->ty;
-            double u = (ca * dx + sa * dy) / t->scale, v = (-sa * dx + ca * dy) / t->scale;
+            double u = i00 * dx + i01 * dy, v = i10 * dx + i11 * dy;
             if (t->flip_x)
                 u = -u;
             if (t->flip_y)
                 v = -v;
-            double xi = cx + u, yi = cy + v;
-            double x0 = floor(xi), y0 = floor(yi), fx = xi - x0, fy = yi - y0;
-            for (int k = 0; k < im->c; k++) {
+            double xi = snap(cx + u), yi = snap(cy + v);
+            double fx0 = floor(xi), fy0 = floor(yi), fx = xi - fx0, fy = yi - fy0;
+            for (int k = 0; k < jb->c; k++) {
                 double acc = 0;
                 for (int j = 0; j < 4; j++) {
-                    double px = x0 + (j & 1), py = y0 + (j >> 1);
+                    double px = fx0 + (j & 1), py = fy0 + (j >> 1);
                     double wgt = ((j & 1) ? fx : 1 - fx) * ((j >> 1) ? fy : 1 - fy);
-                    if (wgt == 0 || px < 0 || py < 0 || px >= im->w || py >= im->h)
+                    if (wgt == 0)
                         continue;
-                    acc += wgt * dla__image_sample(im, ((size_t)py * (size_t)im->w + (size_t)px) *
-                                                           (size_t)im->c + (size_t)k);
+                    if (px < 0 || py < 0 || px >= im->w || py >= im->h)
+                        acc += wgt * fill[k];
+                    else
+                        acc += wgt * sample(im, ag->color,
+                                            (size_t)py * (size_t)im->w + (size_t)px, k);
                 }
                 put(jb, dst, (size_t)yo + (size_t)jb->h * (size_t)xo + hw * (size_t)k, acc);
             }
@@ -170,12 +241,25 @@ static void read_one(job *jb, int64_t i)
         record_error(jb, i, st, err);
         return;
     }
-    if (im.c != jb->c || (!jb->xf && (im.h != jb->h || im.w != jb->w))) {
+    const dla__imds_augment *ag = ds->augment;
+    /* A colour preprocessing takes gray and RGB alike (the decoder gives
+     * no other channel count). */
+    const int channels_ok = im.c == jb->c || (ag && ag->color != DLA__COLOR_NONE);
+    if (ag && ag->size_mode != DLA__SIZE_RESIZE && (im.h < jb->h || im.w < jb->w)) {
+        snprintf(err, sizeof err,
+                 "%s: the image is %dx%d (rows x columns), smaller than the output size %dx%d "
+                 "that OutputSizeMode \"%s\" crops to (a crop never resizes; \"resize\" "
+                 "does)",
+                 path, im.h, im.w, jb->h, jb->w,
+                 ag->size_mode == DLA__SIZE_CENTERCROP ? "centercrop" : "randcrop");
+        record_error(jb, i, DLA_ERR_FORMAT, err);
+    } else if (!channels_ok || (!jb->xf && (im.h != jb->h || im.w != jb->w))) {
         snprintf(err, sizeof err,
                  "%s: the image is %dx%dx%d, but the datastore's images are %dx%dx%d (the size "
                  "of %s)%s",
                  path, im.h, im.w, im.c, ds->cat->h, ds->cat->w, ds->cat->c, ds->cat->paths[ds->cat->size_from],
-                 im.c != jb->c ? "; images of one datastore have one channel count"
+                 !channels_ok ? "; images of one datastore have one channel count (or an "
+                                "augmented datastore's ColorPreprocessing makes them one)"
                                : "; an augmented datastore (dla_augimds_create) resizes them");
         record_error(jb, i, DLA_ERR_FORMAT, err);
     } else {
@@ -212,19 +296,38 @@ static void draw(dla__imds_augment *a, dla__data_rng *rng, int64_t count, xform 
         rng = &a->rng;
     }
     for (int64_t i = 0; i < count; i++) {
-        xform t = {.scale = 1};
+        xform t = {.scale_x = 1, .scale_y = 1};
         if (g->rand_x_reflection)
             t.flip_x = dla__data_rng_double(rng) < 0.5;
         if (g->rand_y_reflection)
             t.flip_y = dla__data_rng_double(rng) < 0.5;
         if (g->rand_rotation[0] != 0 || g->rand_rotation[1] != 0)
             t.angle = dla__data_rng_uniform(rng, g->rand_rotation[0], g->rand_rotation[1]);
-        if (g->rand_scale[0] != 0 || g->rand_scale[1] != 0)
-            t.scale = dla__data_rng_uniform(rng, g->rand_scale[0], g->rand_scale[1]);
+        const int one_scale = g->rand_scale[0] != 0 || g->rand_scale[1] != 0;
+        if (one_scale)
+            t.scale_x = t.scale_y = dla__data_rng_uniform(rng, g->rand_scale[0], g->rand_scale[1]);
         if (g->rand_x_translation[0] != 0 || g->rand_x_translation[1] != 0)
             t.tx = dla__data_rng_uniform(rng, g->rand_x_translation[0], g->rand_x_translation[1]);
         if (g->rand_y_translation[0] != 0 || g->rand_y_translation[1] != 0)
             t.ty = dla__data_rng_uniform(rng, g->rand_y_translation[0], g->rand_y_translation[1]);
+        /* Drawn after the ones above, so that their sequences stay what
+         * they were before these existed. RandXScale and RandYScale are
+         * ignored when RandScale is set, as MATLAB's. */
+        if (!one_scale && (g->rand_x_scale[0] != 0 || g->rand_x_scale[1] != 0))
+            t.scale_x = dla__data_rng_uniform(rng, g->rand_x_scale[0], g->rand_x_scale[1]);
+        if (!one_scale && (g->rand_y_scale[0] != 0 || g->rand_y_scale[1] != 0))
+            t.scale_y = dla__data_rng_uniform(rng, g->rand_y_scale[0], g->rand_y_scale[1]);
+        if (g->rand_x_shear[0] != 0 || g->rand_x_shear[1] != 0)
+            t.shear_x = dla__data_rng_uniform(rng, g->rand_x_shear[0], g->rand_x_shear[1]);
+        if (g->rand_y_shear[0] != 0 || g->rand_y_shear[1] != 0)
+            t.shear_y = dla__data_rng_uniform(rng, g->rand_y_shear[0], g->rand_y_shear[1]);
+        /* The crop's place is drawn before the image's size is known (the
+         * draws come before the decoding, in order): a uniform per axis,
+         * scaled to the positions that fit when the image is read. */
+        if (a->size_mode == DLA__SIZE_RANDCROP) {
+            t.crop_y = dla__data_rng_double(rng);
+            t.crop_x = dla__data_rng_double(rng);
+        }
         xf[i] = t;
     }
     if (shared)

@@ -1670,22 +1670,28 @@ static void mode_badfile(const char *dir)
 
 /* trainnet "parallel" against "auto" on an augmented datastore over DIR
  * (copies of one image: only the transforms tell them apart): each image
- * must get the transform it gets in one process, so the losses agree. */
+ * must get the transform it gets in one process, so the losses agree.
+ * Every kind of draw is made, the place of a random 24x24 crop of the
+ * 28x28 images too, so that a worker skips each of the others' draws. */
 static void mode_augment(const char *dir)
 {
     dla_imds *ds = NULL, *aug = NULL;
-    const int64_t size2[2] = {28, 28};
+    const int64_t size2[2] = {24, 24};
     if (dla_imds_create(dir, NULL, &ds) != DLA_OK ||
-        dla_augimds_create(size2, ds, &(dla_image_augmenter){.rand_x_reflection = 1,
-                                                             .rand_x_translation = {-3, 3},
-                                                             .rand_rotation = {-20, 20}},
-                           9, &aug) != DLA_OK)
+        dla_augimds_create_opts(size2, ds,
+                                &(dla_image_augmenter){.rand_x_reflection = 1,
+                                                       .rand_x_translation = {-3, 3},
+                                                       .rand_rotation = {-20, 20},
+                                                       .rand_y_scale = {0.9, 1.1},
+                                                       .rand_x_shear = {-10, 10}},
+                                9, &(dla_augimds_options){.output_size_mode = "randcrop"},
+                                &aug) != DLA_OK)
         die("augment: the datastore");
     double *loss[2] = {NULL, NULL};
     int64_t its[2] = {0, 0};
     for (int par = 0; par < 2; par++) {
         dla_rng_seed(3);
-        dla_layer *layers[] = {dla_image_input_layer(28, 28, 1, &(dla_image_input_options){
+        dla_layer *layers[] = {dla_image_input_layer(24, 24, 1, &(dla_image_input_options){
                                                                 .normalization = "none"}),
                                dla_fc_layer(2, NULL), dla_softmax_layer(NULL)};
         dla_net *net = dla_net_create(3, layers), *trained = NULL;

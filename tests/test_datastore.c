@@ -660,8 +660,10 @@ static void test_augmented_datastore_resizes_reflects_rotates_and_translates(voi
  * moves out of the image (the border of a 4x4 image of 200 read at 8x8
  * was 150, its corners 113). */
 /* The directions docs/data.md states, as displayed (row 1 at the top):
- * +90 degrees turns the image clockwise (its left column becomes its top
- * row), +x moves it right, +y down. */
+ * +90 degrees turns the image counterclockwise, as MATLAB's imrotate (its
+ * right column becomes its top row: the top-right corner goes to the
+ * top-left), +x moves it right, +y down. A rotation of [90 90] turned it
+ * clockwise (the left column on top). */
 static void test_augmentation_directions_are_as_documented(void **state)
 {
     (void)state;
@@ -684,7 +686,7 @@ static void test_augmentation_directions_are_as_documented(void **state)
         read_u8(a, px, sizeof px);
         for (int r = 0; r < 3; r++)
             for (int c = 0; c < 3; c++) {
-                int want = t == 0   ? rows[3 * (2 - c) + r]
+                int want = t == 0   ? rows[3 * c + (2 - r)]
                            : t == 1 ? (c ? rows[3 * r + c - 1] : 0)
                                     : (r ? rows[3 * (r - 1) + c] : 0);
                 if (px[r + 3 * c] != want)
@@ -693,6 +695,380 @@ static void test_augmentation_directions_are_as_documented(void **state)
             }
         dla_imds_free(a);
     }
+    dla_imds_free(ds);
+}
+
+/* A gray PNG of h x w from v (row-major), in a fresh folder name/c; the
+ * datastore over it, read as dtype. */
+static dla_imds *one_image(const char *name, int h, int w, int ch, const unsigned char *v,
+                           dla_dtype dtype)
+{
+    const char *top = fresh(name);
+    char sub[600];
+    snprintf(sub, sizeof sub, "%s/c", top);
+    mkdirs(sub);
+    snprintf(sub, sizeof sub, "%s/c/a.png", top);
+    write_png_raw(sub, h, w, 8, ch == 1 ? PNG_COLOR_TYPE_GRAY : PNG_COLOR_TYPE_RGB, v,
+                  (size_t)w * (size_t)ch, NULL, 0, NULL, 0, NULL);
+    dla_imds *ds;
+    assert_ok(dla_imds_create(top, &(dla_imds_options){.dtype = dtype}, &ds));
+    return ds;
+}
+
+/* Shears, with a rotation and a translation after them, checked by
+ * mapping every input pixel forward (the library maps the output back):
+ * about the centre (2, 2) of a 5x5 image, an x shear of 45 degrees moves
+ * x by y (y down), a rotation of 90 turns (x, y) to (y, -x)
+ * (counterclockwise as displayed), then +1 in x. Shear and rotation by
+ * whole steps map pixel centres onto pixel centres, so every output
+ * pixel is one input pixel or the fill; the fill value is what comes in
+ * from outside. */
+static void test_shear_and_fill_value_map_pixels_as_documented(void **state)
+{
+    (void)state;
+    unsigned char in[25];
+    for (int i = 0; i < 25; i++)
+        in[i] = (unsigned char)(5 + 9 * i); /* row r, column c at 5r + c */
+    dla_imds *ds = one_image("shear", 5, 5, 1, in, DLA_U8);
+    enum { XS, YS, XS_ROT_T };
+    const dla_image_augmenter g[] = {
+        [XS] = {.rand_x_shear = {45, 45}, .fill_value = {77}},
+        [YS] = {.rand_y_shear = {-45, -45}, .fill_value = {3}},
+        [XS_ROT_T] = {.rand_x_shear = {45, 45}, .rand_rotation = {90, 90},
+                      .rand_x_translation = {1, 1}, .fill_value = {250}},
+    };
+    for (int t = 0; t < 3; t++) {
+        dla_imds *a;
+        unsigned char out[25], want[25];
+        memset(want, (int)g[t].fill_value[0], sizeof want);
+        for (int y = 0; y < 5; y++)
+            for (int x = 0; x < 5; x++) {
+                int u = x - 2, v = y - 2; /* about the centre */
+                if (t == XS || t == XS_ROT_T)
+                    u += v;
+                if (t == YS)
+                    v -= u;
+                if (t == XS_ROT_T) {
+                    int ru = v, rv = -u;
+                    u = ru + 1;
+                    v = rv;
+                }
+                int xo = u + 2, yo = v + 2;
+                if (xo >= 0 && xo < 5 && yo >= 0 && yo < 5)
+                    want[yo + 5 * xo] = in[5 * y + x];
+            }
+        assert_ok(dla_augimds_create((int64_t[]){5, 5}, ds, &g[t], 0, &a));
+        read_u8(a, out, sizeof out);
+        for (int i = 0; i < 25; i++)
+            if (out[i] != want[i])
+                fail_msg("transform %d: row %d, column %d is %d, not %d", t, i % 5, i / 5, out[i],
+                         want[i]);
+        dla_imds_free(a);
+    }
+    /* Shears of a range: drawn per image, the same for the same seed. */
+    dla_image_augmenter r = {.rand_x_shear = {-30, 30}, .rand_y_shear = {-20, 20}};
+    dla_imds *a1, *a2;
+    assert_ok(dla_augimds_create((int64_t[]){5, 5}, ds, &r, 5, &a1));
+    assert_ok(dla_augimds_create((int64_t[]){5, 5}, ds, &r, 5, &a2));
+    unsigned char o1[25], o2[25], first[25];
+    int differ = 0;
+    for (int i = 0; i < 6; i++) {
+        read_u8(a1, o1, sizeof o1);
+        read_u8(a2, o2, sizeof o2);
+        assert_memory_equal(o1, o2, 25);
+        if (i == 0)
+            memcpy(first, o1, 25);
+        differ |= memcmp(first, o1, 25) != 0;
+    }
+    assert_true(differ);
+    dla_imds_free(a1);
+    dla_imds_free(a2);
+    /* Angles of +-90 and beyond (an infinite tangent), fill values that
+     * are not finite, a fill per channel for a gray image, and three fill
+     * values without fill_per_channel: refused. */
+    const dla_image_augmenter refused[] = {
+        {.rand_x_shear = {-90, 0}},  {.rand_y_shear = {10, 90}},
+        {.rand_x_shear = {-95, -91}}, {.fill_value = {NAN}},
+        {.fill_value = {1, 2, 3}, .fill_per_channel = 1},
+        {.fill_value = {1, 2, 3}}, /* would have filled every channel with 1 */
+    };
+    const char *why[] = {"rand_x_shear", "rand_y_shear", "(-90, 90)", "fill_value[0]",
+                         "fill_per_channel", "without fill_per_channel"};
+    for (int i = 0; i < 6; i++) {
+        dla_imds *a = NULL;
+        assert_int_equal(dla_augimds_create((int64_t[]){5, 5}, ds, &refused[i], 0, &a),
+                         DLA_ERR_INVALID_ARGUMENT);
+        assert_null(a);
+        if (!strstr(dla_last_error(), why[i]))
+            fail_msg("case %d: \"%s\" does not name %s", i, dla_last_error(), why[i]);
+    }
+    dla_imds_free(ds);
+}
+
+/* RandXScale and RandYScale scale the width and the height apart, about
+ * the centre, bilinear; RandScale overrides both (MATLAB ignores them
+ * then). A fill value per channel fills each channel with its own. */
+static void test_x_and_y_scales_apart_and_fill_per_channel(void **state)
+{
+    (void)state;
+    unsigned char in[25];
+    for (int i = 0; i < 25; i++)
+        in[i] = (unsigned char)(200 - 7 * i);
+    dla_imds *ds = one_image("xyscale", 5, 5, 1, in, DLA_F32);
+    float out[25];
+    /* x doubled: output column xo comes from x = 2 + (xo - 2) / 2, half
+     * way between two columns for odd xo - 2; rows unmoved. */
+    dla_image_augmenter g = {.rand_x_scale = {2, 2}};
+    dla_imds *a;
+    dla_tensor *t;
+    assert_ok(dla_augimds_create((int64_t[]){5, 5}, ds, &g, 0, &a));
+    assert_ok(dla_imds_readall(a, &t, NULL));
+    to_host(t, out, sizeof out);
+    dla_tensor_release(t);
+    dla_imds_free(a);
+    for (int y = 0; y < 5; y++)
+        for (int xo = 0; xo < 5; xo++) {
+            double x = 2 + (xo - 2) / 2.0;
+            int lo = (int)floor(x), hi = (int)ceil(x);
+            double want = (in[5 * y + lo] + in[5 * y + hi]) / 2.0 / 255.0;
+            tu_assert_near(out[y + 5 * xo], want, 1e-6);
+        }
+    /* y halved: output row yo from y = 2 + 2 (yo - 2): rows 0 and 4 from
+     * 2 rows outside the image, the fill (0); columns unmoved. */
+    g = (dla_image_augmenter){.rand_y_scale = {0.5, 0.5}};
+    assert_ok(dla_augimds_create((int64_t[]){5, 5}, ds, &g, 0, &a));
+    assert_ok(dla_imds_readall(a, &t, NULL));
+    to_host(t, out, sizeof out);
+    dla_tensor_release(t);
+    dla_imds_free(a);
+    for (int yo = 0; yo < 5; yo++)
+        for (int x = 0; x < 5; x++) {
+            int y = 2 + 2 * (yo - 2);
+            double want = y < 0 || y > 4 ? 0 : in[5 * y + x] / 255.0;
+            tu_assert_near(out[yo + 5 * x], want, 1e-6);
+        }
+    /* RandScale set: RandXScale and RandYScale are not used. */
+    g = (dla_image_augmenter){.rand_scale = {1, 1}, .rand_x_scale = {2, 2}, .rand_y_scale = {3, 3}};
+    assert_ok(dla_augimds_create((int64_t[]){5, 5}, ds, &g, 0, &a));
+    assert_ok(dla_imds_readall(a, &t, NULL));
+    to_host(t, out, sizeof out);
+    dla_tensor_release(t);
+    dla_imds_free(a);
+    for (int y = 0; y < 5; y++)
+        for (int x = 0; x < 5; x++)
+            tu_assert_near(out[y + 5 * x], in[5 * y + x] / 255.0, 1e-6);
+    g = (dla_image_augmenter){.rand_y_scale = {0, 2}};
+    a = NULL;
+    assert_int_equal(dla_augimds_create((int64_t[]){5, 5}, ds, &g, 0, &a), DLA_ERR_INVALID_ARGUMENT);
+    assert_null(a);
+    assert_non_null(strstr(dla_last_error(), "rand_y_scale"));
+    dla_imds_free(ds);
+
+    /* RGB, moved one pixel right with a fill per channel: column 0 is the
+     * fill, channel k's own; the rest the image moved. */
+    unsigned char rgb[2 * 3 * 3];
+    for (int i = 0; i < 18; i++)
+        rgb[i] = (unsigned char)(100 + i);
+    ds = one_image("fillrgb", 2, 3, 3, rgb, DLA_U8);
+    g = (dla_image_augmenter){.rand_x_translation = {1, 1}, .fill_value = {10, 20, 30},
+                              .fill_per_channel = 1};
+    unsigned char o[18];
+    assert_ok(dla_augimds_create((int64_t[]){2, 3}, ds, &g, 0, &a));
+    read_u8(a, o, sizeof o);
+    for (int k = 0; k < 3; k++)
+        for (int y = 0; y < 2; y++)
+            for (int x = 0; x < 3; x++) {
+                int want = x == 0 ? 10 * (k + 1) : rgb[(y * 3 + x - 1) * 3 + k];
+                assert_int_equal(o[y + 2 * x + 6 * k], want);
+            }
+    dla_imds_free(a);
+    dla_imds_free(ds);
+}
+
+/* OutputSizeMode: "centercrop" takes the output size from the middle
+ * (first row and column floor((H - h) / 2)), after the transform;
+ * "randcrop" from a place drawn per image among all that fit, the same
+ * for the same seed, reaching every place; an image smaller than the
+ * output size is refused naming the file and both sizes. */
+static void test_output_size_mode_crops_without_resizing(void **state)
+{
+    (void)state;
+    unsigned char in[35]; /* 5 rows x 7 columns */
+    for (int i = 0; i < 35; i++)
+        in[i] = (unsigned char)(3 + 7 * i);
+    dla_imds *ds = one_image("crop", 5, 7, 1, in, DLA_U8);
+    dla_imds *a;
+    unsigned char out[12];
+    assert_ok(dla_augimds_create_opts((int64_t[]){3, 4}, ds, NULL, 0,
+                                      &(dla_augimds_options){.output_size_mode = "centercrop"},
+                                      &a));
+    int64_t size[3];
+    dla_imds_image_size(a, size);
+    assert_int_equal(size[0], 3);
+    assert_int_equal(size[1], 4);
+    read_u8(a, out, sizeof out);
+    for (int y = 0; y < 3; y++)
+        for (int x = 0; x < 4; x++)
+            assert_int_equal(out[y + 3 * x], in[7 * (1 + y) + 1 + x]);
+    dla_imds_free(a);
+    /* Moved right by one about the whole image's centre, then cropped:
+     * the crop's column x is the image's column x (1 + x - 1). */
+    dla_image_augmenter g = {.rand_x_translation = {1, 1}};
+    assert_ok(dla_augimds_create_opts((int64_t[]){3, 4}, ds, &g, 0,
+                                      &(dla_augimds_options){.output_size_mode = "centercrop"},
+                                      &a));
+    read_u8(a, out, sizeof out);
+    for (int y = 0; y < 3; y++)
+        for (int x = 0; x < 4; x++)
+            assert_int_equal(out[y + 3 * x], in[7 * (1 + y) + x]);
+    dla_imds_free(a);
+    /* randcrop: 3 x 4 places of a 3x4 crop in 5x7. */
+    dla_imds *a2;
+    const dla_augimds_options rc = {.output_size_mode = "randcrop"};
+    assert_ok(dla_augimds_create_opts((int64_t[]){3, 4}, ds, NULL, 11, &rc, &a));
+    assert_ok(dla_augimds_create_opts((int64_t[]){3, 4}, ds, NULL, 11, &rc, &a2));
+    int seen[3][4] = {{0}};
+    for (int i = 0; i < 200; i++) {
+        unsigned char o2[12];
+        read_u8(a, out, sizeof out);
+        read_u8(a2, o2, sizeof o2);
+        assert_memory_equal(out, o2, 12);
+        int found = 0;
+        for (int y0 = 0; y0 < 3 && !found; y0++)
+            for (int x0 = 0; x0 < 4 && !found; x0++) {
+                int match = 1;
+                for (int y = 0; y < 3; y++)
+                    for (int x = 0; x < 4; x++)
+                        match &= out[y + 3 * x] == in[7 * (y0 + y) + x0 + x];
+                if (match) {
+                    seen[y0][x0]++;
+                    found = 1;
+                }
+            }
+        assert_true(found);
+    }
+    for (int y0 = 0; y0 < 3; y0++)
+        for (int x0 = 0; x0 < 4; x0++)
+            if (!seen[y0][x0])
+                fail_msg("randcrop never took the crop at row %d, column %d", y0, x0);
+    dla_imds_free(a);
+    dla_imds_free(a2);
+    /* The whole image as the output size: every crop is the image. */
+    assert_ok(dla_augimds_create_opts((int64_t[]){5, 7}, ds, NULL, 3, &rc, &a));
+    unsigned char whole[35];
+    read_u8(a, whole, sizeof whole);
+    for (int y = 0; y < 5; y++)
+        for (int x = 0; x < 7; x++)
+            assert_int_equal(whole[y + 5 * x], in[7 * y + x]);
+    dla_imds_free(a);
+    /* Smaller than the output size (6 rows of 5): refused, naming both. */
+    const char *modes[] = {"centercrop", "randcrop"};
+    for (int m = 0; m < 2; m++) {
+        dla_tensor *x = NULL;
+        assert_ok(dla_augimds_create_opts((int64_t[]){6, 4}, ds, NULL, 0,
+                                          &(dla_augimds_options){.output_size_mode = modes[m]},
+                                          &a));
+        assert_int_equal(dla_imds_readall(a, &x, NULL), DLA_ERR_FORMAT);
+        assert_null(x);
+        assert_non_null(strstr(dla_last_error(), "crop/c/a.png"));
+        assert_non_null(strstr(dla_last_error(), "5x7"));
+        assert_non_null(strstr(dla_last_error(), "6x4"));
+        assert_non_null(strstr(dla_last_error(), modes[m]));
+        dla_imds_free(a);
+    }
+    a = NULL;
+    assert_int_equal(dla_augimds_create_opts((int64_t[]){3, 4}, ds, NULL, 0,
+                                             &(dla_augimds_options){.output_size_mode = "crop"},
+                                             &a),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_null(a);
+    assert_non_null(
+        strstr(dla_last_error(), "dla_augimds_create_opts: option output_size_mode \"crop\""));
+    assert_non_null(strstr(dla_last_error(), "randcrop"));
+    dla_imds_free(ds);
+}
+
+/* ColorPreprocessing: "rgb2gray" weighs R, G, B by MATLAB's rgb2gray
+ * 0.2989, 0.5870, 0.1140 and leaves gray images as they are; "gray2rgb"
+ * copies a gray image's channel to three and leaves RGB images as they
+ * are. Either lets a datastore mix gray and RGB files. */
+static void test_color_preprocessing_mixes_gray_and_rgb(void **state)
+{
+    (void)state;
+    const char *top = fresh("color");
+    mkdirs(path_of("color/c"));
+    unsigned char rgb[2 * 2 * 3] = {255, 0, 0, 0, 255, 0, 0, 0, 255, 90, 140, 230};
+    unsigned char gray[4] = {7, 70, 170, 250};
+    write_png_raw(path_of("color/c/a.png"), 2, 2, 8, PNG_COLOR_TYPE_RGB, rgb, 6, NULL, 0, NULL, 0,
+                  NULL);
+    write_png_raw(path_of("color/c/b.png"), 2, 2, 8, PNG_COLOR_TYPE_GRAY, gray, 2, NULL, 0, NULL,
+                  0, NULL);
+    dla_imds *ds, *a;
+    assert_ok(dla_imds_create(top, NULL, &ds));
+    dla_tensor *x;
+    int64_t size[3];
+    float out[2 * 2 * 3 * 2];
+    /* rgb2gray: one channel; a.png weighed, b.png as it is. */
+    assert_ok(dla_augimds_create_opts((int64_t[]){2, 2}, ds, NULL, 0,
+                                      &(dla_augimds_options){.color_preprocessing = "rgb2gray"},
+                                      &a));
+    dla_imds_image_size(a, size);
+    assert_int_equal(size[2], 1);
+    assert_ok(dla_imds_readall(a, &x, NULL));
+    assert_int_equal(dla_tensor_dim(x, 3), 1);
+    to_host(x, out, 8 * sizeof(float));
+    dla_tensor_release(x);
+    for (int y = 0; y < 2; y++)
+        for (int c = 0; c < 2; c++) {
+            const unsigned char *p = rgb + (2 * y + c) * 3;
+            double want = (0.2989 * p[0] + 0.5870 * p[1] + 0.1140 * p[2]) / 255.0;
+            tu_assert_near(out[y + 2 * c], want, 1e-6);
+            tu_assert_near(out[4 + y + 2 * c], gray[2 * y + c] / 255.0, 1e-6);
+        }
+    dla_imds_free(a);
+    /* gray2rgb: three channels; a.png as it is, b.png copied. */
+    assert_ok(dla_augimds_create_opts((int64_t[]){2, 2}, ds, NULL, 0,
+                                      &(dla_augimds_options){.color_preprocessing = "gray2rgb"},
+                                      &a));
+    dla_imds_image_size(a, size);
+    assert_int_equal(size[2], 3);
+    assert_ok(dla_imds_readall(a, &x, NULL));
+    to_host(x, out, sizeof out);
+    dla_tensor_release(x);
+    for (int k = 0; k < 3; k++)
+        for (int y = 0; y < 2; y++)
+            for (int c = 0; c < 2; c++) {
+                tu_assert_near(out[y + 2 * c + 4 * k], rgb[(2 * y + c) * 3 + k] / 255.0, 1e-6);
+                tu_assert_near(out[12 + y + 2 * c + 4 * k], gray[2 * y + c] / 255.0, 1e-6);
+            }
+    dla_imds_free(a);
+    /* A fill per channel goes with gray2rgb's 3 channels, not rgb2gray's 1. */
+    dla_image_augmenter g = {.fill_value = {1, 2, 3}, .fill_per_channel = 1};
+    assert_ok(dla_augimds_create_opts((int64_t[]){2, 2}, ds, &g, 0,
+                                      &(dla_augimds_options){.color_preprocessing = "gray2rgb"},
+                                      &a));
+    dla_imds_free(a);
+    a = NULL;
+    assert_int_equal(dla_augimds_create_opts((int64_t[]){2, 2}, ds, &g, 0,
+                                             &(dla_augimds_options){.color_preprocessing =
+                                                                        "rgb2gray"},
+                                             &a),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_null(a);
+    /* "none" (as NULL): the mix is refused, as without an augmentation. */
+    assert_ok(dla_augimds_create_opts((int64_t[]){2, 2}, ds, NULL, 0,
+                                      &(dla_augimds_options){.color_preprocessing = "none"}, &a));
+    assert_int_equal(dla_imds_readall(a, &x, NULL), DLA_ERR_FORMAT);
+    assert_non_null(strstr(dla_last_error(), "channel"));
+    dla_imds_free(a);
+    a = NULL;
+    assert_int_equal(dla_augimds_create_opts((int64_t[]){2, 2}, ds, NULL, 0,
+                                             &(dla_augimds_options){.color_preprocessing = "gray"},
+                                             &a),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_null(a);
+    assert_non_null(strstr(dla_last_error(), "\"gray\""));
+    assert_non_null(strstr(dla_last_error(), "gray2rgb"));
     dla_imds_free(ds);
 }
 
@@ -881,7 +1257,7 @@ static void test_png_16_bit_samples_keep_their_precision(void **state)
 /* ------------------------------------------------------------ queues */
 
 /* One run of a queue over an augmented datastore: batches of 4 of 16 8x8
- * images, their bytes in out[] in the order handed out (two passes, with
+ * crops of 9x9 images, their bytes in out[] in the order handed out (two passes, with
  * change() between them and before the first). wait_ms lets the dispatch
  * thread make batches ahead before the first change; take_first takes
  * one batch of the first pass before it. Returns the bytes written. */
@@ -891,8 +1267,13 @@ static size_t augmented_run(const char *top, int background, int wait_ms, int ta
 {
     dla_imds *ds, *aug;
     assert_ok(dla_imds_create(top, &(dla_imds_options){.dtype = DLA_U8}, &ds));
-    dla_image_augmenter g = {.rand_x_reflection = 1, .rand_rotation = {-20, 20}};
-    assert_ok(dla_augimds_create((int64_t[]){8, 8}, ds, &g, 42, &aug));
+    /* Every kind of draw, a random 8x8 crop of the 9x9 files too, so
+     * that each goes through the queue's stream. */
+    dla_image_augmenter g = {.rand_x_reflection = 1, .rand_rotation = {-20, 20},
+                             .rand_y_scale = {0.9, 1.1}, .rand_x_shear = {-10, 10}};
+    assert_ok(dla_augimds_create_opts((int64_t[]){8, 8}, ds, &g, 42,
+                                      &(dla_augimds_options){.output_size_mode = "randcrop"},
+                                      &aug));
     dla_imds_free(ds);
     dla_mbq *q;
     assert_ok(dla_mbq_create(1, (dla_mbq_input[]){{.images = aug}},
@@ -947,10 +1328,10 @@ static void test_background_dispatch_keeps_the_augmentation(void **state)
     const char *top = fresh("augbg");
     mkdirs(path_of("augbg/c"));
     for (int k = 0; k < AUG_N; k++) {
-        unsigned char d[AUG_PX];
-        for (int i = 0; i < AUG_PX; i++)
+        unsigned char d[81]; /* 9x9: augmented_run crops 8x8 at random */
+        for (int i = 0; i < 81; i++)
             d[i] = (unsigned char)(k * 8 + i * 3);
-        write_png_raw(path_of("augbg/c/%02d.png", k), 8, 8, 8, PNG_COLOR_TYPE_GRAY, d, 8, NULL, 0,
+        write_png_raw(path_of("augbg/c/%02d.png", k), 9, 9, 8, PNG_COLOR_TYPE_GRAY, d, 9, NULL, 0,
                       NULL, 0, NULL);
     }
     enum { MAX = 3 * AUG_N * AUG_PX };
@@ -1843,6 +2224,10 @@ int main(void)
         TU_TEST(test_augmented_datastore_resizes_reflects_rotates_and_translates),
         TU_TEST(test_augmented_resize_replicates_the_edge),
         TU_TEST(test_augmentation_directions_are_as_documented),
+        TU_TEST(test_shear_and_fill_value_map_pixels_as_documented),
+        TU_TEST(test_x_and_y_scales_apart_and_fill_per_channel),
+        TU_TEST(test_output_size_mode_crops_without_resizing),
+        TU_TEST(test_color_preprocessing_mixes_gray_and_rgb),
         TU_TEST(test_png_transparency_is_dropped),
         TU_TEST(test_png_16_bit_samples_keep_their_precision),
         TU_TEST(test_a_queue_reads_the_datastore_on_its_threads_in_order),

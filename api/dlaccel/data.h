@@ -244,7 +244,7 @@ DLA_API dla_status dla_padsequences(const dla_seqlist *seqs, int64_t n, const in
  * palettes expanded; a 16-bit PNG's samples v read as v / 65535 in single
  * or double, round(v / 257) as DLA_U8). Images of a datastore must all
  * have its size, except through an
- * augmented datastore that resizes them (dla_augimds_create).
+ * augmented datastore that resizes or crops them (dla_augimds_create).
  *
  * Labels ("foldernames"): a file's class is the name of the folder that
  * holds it (a top folder given as "." or ".." by its real name); the class list (MATLAB's categories) is the sorted set of those
@@ -367,26 +367,70 @@ DLA_API dla_status dla_imds_split_each_label(dla_imds *ds, int n, const double *
                                              const char *mode, uint64_t seed, dla_imds **out);
 
 /* MATLAB imageDataAugmenter: the random transformations of an augmented
- * datastore, drawn per image. Zeroed fields do nothing. */
+ * datastore, drawn per image. Zeroed fields do nothing. Directions are as
+ * displayed (row 1 at the top; docs/data.md, "Augmentation"). */
 typedef struct dla_image_augmenter {
     int rand_x_reflection;          /* RandXReflection: mirror left-right, p = 0.5 */
     int rand_y_reflection;          /* RandYReflection: mirror top-bottom, p = 0.5 */
     double rand_rotation[2];        /* RandRotation: degrees, uniform in [lo, hi]; a
-                                     * positive angle turns the image clockwise as
-                                     * displayed (rows down; docs/data.md) */
+                                     * positive angle turns the image
+                                     * counterclockwise, as imrotate */
     double rand_scale[2];           /* RandScale: uniform in [lo, hi]; {0, 0}: 1 */
-    double rand_x_translation[2];   /* RandXTranslation: pixels, uniform in [lo, hi] */
-    double rand_y_translation[2];   /* RandYTranslation: pixels */
+    double rand_x_translation[2];   /* RandXTranslation: pixels, uniform in [lo, hi];
+                                     * positive moves the image right */
+    double rand_y_translation[2];   /* RandYTranslation: pixels; positive moves it down */
+    double rand_x_scale[2];         /* RandXScale, RandYScale: the width and the height
+                                     * apart, each uniform in [lo, hi]; {0, 0}: 1. As
+                                     * MATLAB's, ignored (and not drawn) when
+                                     * rand_scale is set */
+    double rand_y_scale[2];
+    double rand_x_shear[2];         /* RandXShear: degrees in (-90, 90), uniform in
+                                     * [lo, hi]; x moves by tan(angle) * y (y down from
+                                     * the centre: a positive angle slants the bottom
+                                     * to the right) */
+    double rand_y_shear[2];         /* RandYShear: y moves by tan(angle) * x (a positive
+                                     * angle slants the right side down) */
+    /* FillValue: the value of the points the transform brings in from
+     * outside the image, in the files' 8-bit units (0..255, as MATLAB's
+     * uint8 images take it; 128 is mid gray): fill_value[0] for every
+     * channel, or with fill_per_channel fill_value[k] for channel k of a
+     * 3-channel output (fill_value[1] or [2] set without it is refused).
+     * 0 by default, as MATLAB's. */
+    double fill_value[3];
+    int fill_per_channel;
 } dla_image_augmenter;
+
+/* augmentedImageDatastore's options besides the augmenter. */
+typedef struct dla_augimds_options {
+    /* OutputSizeMode: "resize" (NULL, the default), "centercrop" or
+     * "randcrop". The crops take output_size[0] x output_size[1] pixels of
+     * the (transformed) image without resizing it: "centercrop" from its
+     * centre (the first row floor((H - h) / 2), 0-based, the same for
+     * columns), "randcrop" from a place drawn per image, uniformly among
+     * all that fit, from the datastore's stream after the transform's
+     * draws. An image smaller than the output size is refused
+     * (DLA_ERR_FORMAT naming the file and both sizes). */
+    const char *output_size_mode;
+    /* ColorPreprocessing: "none" (NULL, the default), "gray2rgb" (a gray
+     * image's channel replicated to 3; RGB images as they are) or
+     * "rgb2gray" (0.2989 R + 0.5870 G + 0.1140 B, MATLAB's rgb2gray
+     * weights, unrounded in single and double; gray images as they are).
+     * Either lets one datastore mix gray and RGB files; the output has 3
+     * channels or 1. Applied before the transforms. */
+    const char *color_preprocessing;
+} dla_augimds_options;
 
 /* MATLAB augmentedImageDatastore(outputSize, imds, 'DataAugmentation',
  * aug): reads ds's files, transforms each image by aug (about its centre,
- * in its own pixels: reflection, rotation, scale, translation; pixels
- * that the transform moves out of the image are 0) and resizes it to
+ * in its own pixels: reflection, scale, shear, rotation, translation;
+ * pixels that the transform brings in from outside the image are
+ * aug->fill_value, 0 by default) and resizes it (or, with
+ * dla_augimds_create_opts, crops it) to
  * output_size[0] x output_size[1] (bilinear, replicating the edge as
  * imresize does, so an upsized image keeps its border; MATLAB's imresize
  * is bicubic with antialiasing), so images of any size may be mixed (but
- * not of different channel counts). aug may be NULL (a resize only). The
+ * not of different channel counts without a colour preprocessing). aug
+ * may be NULL (a resize only). The
  * random draws come from a stream of its own (np.random.default_rng(seed)'s,
  * the library's host stream), in the order the images are read. A
  * mini-batch queue over it draws from a stream of the queue's own instead
@@ -395,10 +439,20 @@ typedef struct dla_image_augmenter {
  * on timing (see dispatch_in_background). It shares ds's files and labels and
  * takes its options; ds may be freed after. Errors: DLA_ERR_INVALID_ARGUMENT
  * (ds augmented already, a size below 1, a range with lo > hi or a bound
- * that is not finite, a scale <= 0). */
+ * that is not finite, a scale <= 0, a shear angle outside (-90, 90), a fill
+ * value that is not finite, fill_value[1] or [2] set without
+ * fill_per_channel, fill_per_channel for an output that does not have 3
+ * channels). */
 DLA_API dla_status dla_augimds_create(const int64_t output_size[2], dla_imds *ds,
                                       const dla_image_augmenter *aug, uint64_t seed,
                                       dla_imds **out);
+/* The same with augmentedImageDatastore's OutputSizeMode and
+ * ColorPreprocessing (opts may be NULL: dla_augimds_create's defaults).
+ * Errors as dla_augimds_create's, and DLA_ERR_INVALID_ARGUMENT for an
+ * unknown mode or preprocessing (naming it and the choices). */
+DLA_API dla_status dla_augimds_create_opts(const int64_t output_size[2], dla_imds *ds,
+                                           const dla_image_augmenter *aug, uint64_t seed,
+                                           const dla_augimds_options *opts, dla_imds **out);
 
 /* ---------------------------------------------------------- datastores */
 
