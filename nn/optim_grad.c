@@ -72,6 +72,16 @@ DLA_API dla_status dla_l2_regularize(int n, dla_tensor *const *grads, dla_tensor
     return out_all(n, out, next, DLA_OK);
 }
 
+/* A one-element tensor of value in like's dtype, on like's device (a
+ * fill, which a replay's plan folds into its program as one value). */
+static dla_tensor *bound(double value, dla_tensor *like)
+{
+    dla_tensor *t = dla_full(value, dla_tensor_dtype(like), "", DLA_DIMS(1));
+    if (dla_tensor_device(t) != dla_tensor_device(like))
+        t = dla_tensor_to_device(t, dla_tensor_device(like));
+    return t;
+}
+
 /* min(1, x) as 1 - relu(1 - x): ops only, and 1 for x = +inf. */
 static dla_tensor *min1(dla_tensor *x) { return dla_affine(dla_relu(dla_affine(x, -1, 1)), -1, 1); }
 
@@ -122,9 +132,13 @@ DLA_API dla_status dla_clip_gradients(int n, dla_tensor *const *grads, const cha
         } else if (m == 1) {
             g = dla_mul(g, dla_cast(global, dla_tensor_dtype(g)));
         } else {
-            /* clamp to [-t, t]: g - relu(g - t) + relu(-g - t) */
-            g = dla_add(dla_sub(g, dla_relu(dla_affine(g, 1, -threshold))),
-                        dla_relu(dla_affine(g, -1, -threshold)));
+            /* MATLAB's g(g > t) = t, g(g < -t) = -t: elements beyond the
+             * bounds take the bound itself, the others stay, bit for bit,
+             * and NaN stays NaN. (Clamping with g - relu(g - t) + relu(-g
+             * - t) rounded: 1e10 clipped to 0.1 in single gave 0, 100 gave
+             * 0.0999985, Inf gave NaN.) */
+            dla_tensor *hi = bound(threshold, g), *lo = bound(-threshold, g);
+            g = dla_where(dla_gt(g, hi), hi, dla_where(dla_lt(g, lo), lo, g));
         }
         next[i] = dla_tensor_retain(g);
     }

@@ -191,6 +191,34 @@ static void l2_and_clipping_treat_gradients_as_trainnet_does(void **state)
     dla_scope_end();
 }
 
+/* MATLAB's absolute-value clipping sets the elements beyond the threshold
+ * to it. Before: a clamp written as g - relu(g - t) + relu(-g - t)
+ * rounded in single: 1e10 clipped to 0.1 gave 0 (an exploding gradient,
+ * the case clipping is for, became no step at all), 100 gave 0.0999985,
+ * and Inf gave NaN. */
+static void absolute_value_clipping_gives_the_threshold_itself(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const float v[8] = {1e10f, -1e10f, 100.f, 1e-8f, -0.05f, INFINITY, -INFINITY, NAN};
+    dla_tensor *g[2] = {dla_tensor_from_host(v, DLA_F32, "CB", DLA_DIMS(4, 2)),
+                        dla_tensor_from_host((double[]){3e300, -0.25}, DLA_F64, "",
+                                             DLA_DIMS(2, 1))};
+    dla_tensor *out[2];
+    assert_int_equal(dla_clip_gradients(2, g, "absolute-value", 0.1, out), DLA_OK);
+    assert_int_equal(dla_tensor_dtype(out[0]), DLA_F32);
+    assert_string_equal(dla_tensor_format(out[0]), "CB");
+    const float t = 0.1f;
+    const float want[7] = {t, -t, t, 1e-8f, -0.05f, t, -t};
+    for (int i = 0; i < 7; i++)
+        if (!((float)dla_tensor_item(out[0], i) == want[i]))
+            fail_msg("element %d (%g): %.9g, want %.9g", i, (double)v[i],
+                     dla_tensor_item(out[0], i), (double)want[i]);
+    assert_true(isnan(dla_tensor_item(out[0], 7)));
+    assert_vec(out[1], 2, (double[]){0.1, -0.1}, 0);
+    dla_scope_end();
+}
+
 /* Before: a gradient of another shape with as many elements was
  * reshaped, and a state entry of other dims broadcast, with DLA_OK. */
 static void gradients_and_states_of_other_dims_are_refused(void **state)
@@ -714,6 +742,7 @@ int main(void)
         TU_TEST(rmsprop_steps_as_matlab_computes_them),
         TU_TEST(dlupdate_applies_a_function_to_every_entry),
         TU_TEST(l2_and_clipping_treat_gradients_as_trainnet_does),
+        TU_TEST(absolute_value_clipping_gives_the_threshold_itself),
         TU_TEST(gradients_and_states_of_other_dims_are_refused),
         TU_TEST(schedules_drop_piecewise_and_warm_up),
         TU_TEST(decaying_schedules_follow_their_formulas),
