@@ -5,16 +5,20 @@
  * schedules, updating a network through its Learnables table, and the
  * all-or-nothing rule on errors.
  */
+#define _POSIX_C_SOURCE 200809L /* mkstemp */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
 #include "testutil.h"
+#include "tu_assert.h"
 
 #include <dlaccel.h>
 #include <math.h>
 #include <string.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 static dla_tensor *vec(int n, const double *v)
 {
@@ -734,6 +738,112 @@ static void a_network_trains_through_its_learnables_table(void **state)
     dla_net_free(net);
 }
 
+static dla_tensor *to_double(void *ctx, int nargs, dla_tensor *const *args)
+{
+    (void)ctx;
+    (void)nargs;
+    return dla_cast(args[0], DLA_F64);
+}
+
+/* MATLAB's net = dlupdate(@double, net), written as dla_dlupdate over the
+ * Learnables' values, makes a double network: trainnet trains it in
+ * double, and what it returns is double. Before: dla_net_copy (trainnet's
+ * copy) initialized the copy with the dtype the network was made with,
+ * casting every value back to single in silence, so the trained network
+ * was single and its weights off by single's rounding; dla_net_save
+ * refused the network ("double in a single network"). The trained
+ * weights are checked against SGDM steps computed here in double, with
+ * L2 regularization (weights only: a bias's L2 factor is 0), a bias
+ * learn-rate factor of 2, per-entry norm clipping, a piecewise schedule
+ * and a last partial mini-batch discarded (5 observations, batches of 2). */
+static void a_network_cast_by_dlupdate_trains_in_double(void **state)
+{
+    (void)state;
+    dla_layer *l[] = {dla_feature_input_layer(2, NULL),
+                      dla_fc_layer(1, &(dla_fc_layer_options){.name = "fc"})};
+    dla_net *net = dla_net_create(2, l);
+    assert_non_null(net);
+    dla_scope_begin();
+    dla_tensor *ex = dla_zeros(DLA_F32, "CB", DLA_DIMS(2, 1));
+    assert_int_equal(dla_net_init(net, 1, &ex), DLA_OK);
+    dla_table *lt = dla_net_learnables(net);
+    const int iw = dla_table_find(lt, "fc", "Weights"), ib = dla_table_find(lt, "fc", "Bias");
+    assert_int_equal(dla_dlupdate(to_double, NULL, dla_table_count(lt), dla_table_values(lt), 0,
+                                  NULL), DLA_OK);
+    const double w0[3] = {0.3, -0.2, 0.1};
+    assert_int_equal(dla_table_set_value(lt, iw, dla_tensor_from_host(w0, DLA_F64, "",
+                                                                      DLA_DIMS(1, 2))), DLA_OK);
+    assert_int_equal(dla_table_set_value(lt, ib, dla_tensor_from_host(w0 + 2, DLA_F64, "",
+                                                                      DLA_DIMS(1, 1))), DLA_OK);
+    assert_int_equal(dla_net_set_learn_rate_factor(net, "fc", "Bias", 2), DLA_OK);
+    dla_net *copy = dla_net_copy(net);
+    assert_non_null(copy);
+    assert_int_equal(dla_tensor_dtype(dla_net_get(copy, "fc", "Weights")), DLA_F64);
+    dla_net_free(copy);
+
+    enum { N = 5 };
+    const double x[2 * N] = {1, 2, -1, 0.5, 0.3, -2, 2, 1, -0.7, 0.4};
+    const double t[N] = {0.5, -1, 2, 1.5, 0};
+    dla_train_data data = {.predictors = dla_tensor_from_host(x, DLA_F64, "CB", DLA_DIMS(2, N)),
+                           .targets = dla_tensor_from_host(t, DLA_F64, "CB", DLA_DIMS(1, N))};
+    const double lr0 = 0.05, l2 = 0.01, thr = 0.5, mom = 0.9;
+    dla_training_options o = {
+        .max_epochs = 3, .mini_batch_size = 2, .initial_learn_rate = lr0, .momentum = mom,
+        .learn_rate_schedule = {.method = "piecewise", .drop_factor = 0.5, .drop_period = 1},
+        .l2_regularization = l2, .gradient_threshold = thr, .shuffle = "never", .verbose = -1};
+    dla_net *trained = NULL;
+    dla_training_info *info = NULL;
+    assert_int_equal(dla_trainnet(&data, net, &(dla_train_loss){.name = "mse"}, &o, &trained,
+                                  &info), DLA_OK);
+    assert_int_equal(info->iterations, 6);
+
+    double p[3] = {w0[0], w0[1], w0[2]}, v[3] = {0, 0, 0};
+    const double factor[3] = {1, 1, 2};
+    for (int epoch = 1, it = 0; epoch <= 3; epoch++)
+        for (int b = 0; b + 2 <= N; b += 2, it++) {
+            /* mse: the mean of the squared errors of the batch's 2. */
+            double g[3] = {0, 0, 0};
+            for (int j = b; j < b + 2; j++) {
+                const double r = p[0] * x[2 * j] + p[1] * x[2 * j + 1] + p[2] - t[j];
+                g[0] += r * x[2 * j];
+                g[1] += r * x[2 * j + 1];
+                g[2] += r;
+            }
+            g[0] += l2 * p[0];
+            g[1] += l2 * p[1];
+            const double nw = sqrt(g[0] * g[0] + g[1] * g[1]), nb = fabs(g[2]);
+            for (int i = 0; i < 2 && nw > thr; i++)
+                g[i] *= thr / nw;
+            if (nb > thr)
+                g[2] *= thr / nb;
+            const double lr = lr0 * pow(0.5, epoch - 1);
+            tu_assert_near(info->learn_rate[it], lr, 1e-15);
+            for (int i = 0; i < 3; i++) {
+                v[i] = mom * v[i] - lr * factor[i] * g[i];
+                p[i] += v[i];
+            }
+        }
+    dla_tensor *w = dla_net_get(trained, "fc", "Weights"), *bias = dla_net_get(trained, "fc", "Bias");
+    assert_int_equal(dla_tensor_dtype(w), DLA_F64);
+    tu_assert_near(dla_tensor_item(w, 0), p[0], 1e-13);
+    tu_assert_near(dla_tensor_item(w, 1), p[1], 1e-13);
+    tu_assert_near(dla_tensor_item(bias, 0), p[2], 1e-13);
+    char path[] = "/tmp/dla_test_optim_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(dla_net_save(net, path), DLA_OK);
+    dla_net *loaded = NULL;
+    assert_int_equal(dla_net_load(path, &loaded), DLA_OK);
+    unlink(path);
+    assert_int_equal(dla_tensor_dtype(dla_net_get(loaded, "fc", "Weights")), DLA_F64);
+    dla_net_free(loaded);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    dla_scope_end();
+    dla_net_free(net);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -751,6 +861,7 @@ int main(void)
         TU_TEST(schedules_step_by_iteration_and_take_matlabs_factors),
         TU_TEST(warmup_and_lists_of_schedules_run_in_turn),
         TU_TEST(a_network_trains_through_its_learnables_table),
+        TU_TEST(a_network_cast_by_dlupdate_trains_in_double),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -89,7 +89,11 @@ typedef dla_tensor *(*dla_update_fn)(void *ctx, int nargs, dla_tensor *const *ar
  * fn(ctx, params[i], extra[0][i], ..., extra[k-1][i]) for every i (at
  * most 15 extra lists, each of n entries). The new values are not held
  * to the old dims or dtype: fn may cast or move them, as MATLAB's
- * dlupdate(@double, net) does. An error tensor from fn fails the update
+ * dlupdate(@double, net) does: a network whose Learnables' values are
+ * all cast so is a network of that dtype, which dla_net_copy and trainnet
+ * keep (casting its State and input statistics along in the copy;
+ * dla_net_cast casts every value in place, which dla_net_save of a
+ * network with State needs). An error tensor from fn fails the update
  * (nothing replaced). */
 DLA_API dla_status dla_dlupdate(dla_update_fn fn, void *ctx, int n, dla_tensor **params,
                                 int nextra, dla_tensor *const *const *extra);
