@@ -49,6 +49,14 @@ DLA_API dla_status dla_l2_regularize(int n, dla_tensor *const *grads, dla_tensor
      * 3x4 parameter reshaped onto a 4x3 gradient would add the wrong
      * elements in silence. */
     dla_status st = dla__optim_check_lists(fn, n, (dla_tensor *const *)params, grads);
+    /* The entries' own factors as the factor: a NaN one made that
+     * gradient NaN, an infinite one inf, and a negative one pushed the
+     * weights away from zero, each with DLA_OK (a Learnables table's
+     * factors are checked when set; a list of one's own was not). */
+    for (int i = 0; st == DLA_OK && l2_factors && i < n; i++)
+        if (!(l2_factors[i] >= 0) || isinf(l2_factors[i]))
+            st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: entry %d: l2_factors %g (finite and "
+                              ">= 0)", fn, i + 1, l2_factors[i]);
     if (st != DLA_OK) {
         for (int i = 0; i < n; i++)
             out[i] = dla__nn_error_tensor();

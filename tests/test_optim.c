@@ -163,6 +163,16 @@ static void l2_and_clipping_treat_gradients_as_trainnet_does(void **state)
     assert_int_equal(dla_l2_regularize(2, g, w, INFINITY, (double[]){1, 0}, out),
                      DLA_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(dla_last_error(), "factor inf (finite and >= 0)"));
+    /* So do the entries' own factors. Before: a NaN one gave NaN
+     * gradients, an infinite one inf, a negative one a push away from
+     * zero, each with DLA_OK. */
+    const double bad_factors[3] = {NAN, INFINITY, -1};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(dla_l2_regularize(2, g, w, 0.1, (double[]){1, bad_factors[i]}, out),
+                         DLA_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(dla_last_error(), "dla_l2_regularize: entry 2: l2_factors"));
+        assert_int_equal(dla_tensor_status(out[0]), DLA_ERR_INVALID_ARGUMENT);
+    }
     assert_int_equal(dla_tensor_status(out[1]), DLA_ERR_INVALID_ARGUMENT);
     /* Per-entry norm: |g0| = 5 is scaled to 2; |g1| = 0.866 stays. */
     assert_int_equal(dla_clip_gradients(2, g, NULL, 2, out), DLA_OK);

@@ -280,7 +280,8 @@ DLA_API dla_tensor *dla_lbfgs_state_gradient(const dla_lbfgs_state *state, int i
 
 /* L2 regularization (trainingOptions L2Regularization, MATLAB's default
  * 1e-4 in trainnet): out[i] = grads[i] + factor * l2_factors[i] *
- * params[i], factor finite and >= 0 (DLA_ERR_INVALID_ARGUMENT otherwise),
+ * params[i], factor and each l2_factors[i] finite and >= 0
+ * (DLA_ERR_INVALID_ARGUMENT otherwise, naming the entry),
  * where l2_factors (NULL: all 1) are per entry, as a Learnables
  * table's (dla_table_l2_factor: 0 for biases). Each grads[i] needs
  * params[i]'s dims and dtype (DLA_ERR_SHAPE, DLA_ERR_DTYPE naming the
