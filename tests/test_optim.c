@@ -748,6 +748,56 @@ static void a_network_trains_through_its_learnables_table(void **state)
     dla_net_free(net);
 }
 
+/* The testmem device, a second device when the build's test plugins are
+ * found (main adds them after the cpu); skips the test otherwise. */
+static dla_device *testmem_or_skip(void)
+{
+    for (int i = 0; i < dla_device_count(); i++)
+        if (!strcmp(dla_device_plugin(dla_device_at(i)), "testmem"))
+            return dla_device_at(i);
+    skip();
+    return NULL;
+}
+
+/* A state or gradient on another device than its parameter (a network
+ * moved with dla_net_to_device in the middle of a loop, its velocity left
+ * behind) is refused naming the entry, the list and both devices. Before:
+ * "dla_sgdmupdate: entry 1: dla_sub: arguments a and b are on cpu:0 and
+ * testmem:0", an op the caller never called, naming no list. */
+static void a_state_on_another_device_is_refused_naming_it(void **state)
+{
+    (void)state;
+    dla_device *tm = testmem_or_skip(), *cpu = dla_device_get("cpu:0");
+    assert_non_null(cpu);
+    dla_scope_begin();
+    dla_tensor *p[1] = {dla_keep(dla_tensor_to_device(dla_ones(DLA_F32, "", DLA_DIMS(3, 1)), tm))};
+    dla_tensor *g[1] = {dla_tensor_to_device(dla_ones(DLA_F32, "", DLA_DIMS(3, 1)), tm)};
+    dla_tensor *v[1] = {dla_keep(dla_tensor_to_device(dla_ones(DLA_F32, "", DLA_DIMS(3, 1)), cpu))};
+    dla_tensor *none[1] = {NULL}, *before = p[0];
+    assert_int_equal(dla_sgdmupdate(1, p, g, v, 0.1, 0.9), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_sgdmupdate: entry 1: the parameter is on "
+                                             "testmem:0, its velocity on cpu:0; move it with "
+                                             "dla_tensor_to_device"));
+    assert_int_equal(dla_adamupdate(1, p, g, none, v, 1, 0.1, 0.9, 0.999, 1e-8),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "its avg_sq_grad on cpu:0"));
+    assert_int_equal(dla_rmspropupdate(1, p, g, v, 0.1, 0.9, 1e-8), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "its avg_sq_grad on cpu:0"));
+    dla_tensor *gc[1] = {dla_tensor_to_device(g[0], cpu)};
+    assert_int_equal(dla_sgdmupdate(1, p, gc, none, 0.1, 0.9), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "its gradient on cpu:0"));
+    assert_true(p[0] == before && !none[0]);
+    /* On one device, the step is taken there. */
+    dla_tensor *vt[1] = {NULL};
+    assert_int_equal(dla_sgdmupdate(1, p, g, vt, 0.1, 0.9), DLA_OK);
+    assert_true(dla_tensor_device(p[0]) == tm && dla_tensor_device(vt[0]) == tm);
+    assert_vec(p[0], 3, (double[]){0.9, 0.9, 0.9}, 1e-7);
+    dla_scope_end();
+    dla_optim_free(1, p);
+    dla_optim_free(1, v);
+    dla_optim_free(1, vt);
+}
+
 static dla_tensor *to_double(void *ctx, int nargs, dla_tensor *const *args)
 {
     (void)ctx;
@@ -856,6 +906,13 @@ static void a_network_cast_by_dlupdate_trains_in_double(void **state)
 
 int main(void)
 {
+    /* testmem as the second device, after the cpu. */
+    const char *build = getenv("DLA_TEST_BUILDDIR"), *path = getenv("DLACCEL_PLUGIN_PATH");
+    if (build) {
+        char buf[4096];
+        snprintf(buf, sizeof buf, "%s%s%s/tests/plugins.d", path ? path : "", path ? ":" : "", build);
+        setenv("DLACCEL_PLUGIN_PATH", buf, 1);
+    }
     const struct CMUnitTest tests[] = {
         TU_TEST(sgdm_steps_as_matlab_computes_them),
         TU_TEST(adam_steps_with_bias_correction),
@@ -872,6 +929,7 @@ int main(void)
         TU_TEST(warmup_and_lists_of_schedules_run_in_turn),
         TU_TEST(a_network_trains_through_its_learnables_table),
         TU_TEST(a_network_cast_by_dlupdate_trains_in_double),
+        TU_TEST(a_state_on_another_device_is_refused_naming_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

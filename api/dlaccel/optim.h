@@ -28,7 +28,9 @@
  * singleton dims and format labels aside) and dtype: DLA_ERR_SHAPE /
  * DLA_ERR_DTYPE name the entry and both dims or dtypes (a gradient of as
  * many elements in other dims is not reshaped, a smaller state is not
- * broadcast). All arithmetic is done with ops on the tensors' device.
+ * broadcast), and be on its device (DLA_ERR_INVALID_ARGUMENT naming the
+ * entry, the list and both devices: nothing is moved). All arithmetic is
+ * done with ops on the tensors' device.
  */
 #ifndef DLACCEL_OPTIM_H
 #define DLACCEL_OPTIM_H
