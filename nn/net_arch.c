@@ -91,7 +91,7 @@ char *dla__net_architecture(const dla_net *net, int with_params, size_t *len)
     }
     set(&ok, root, "Format", json_string(ARCH_FORMAT));
     set(&ok, root, "Version", json_string(ARCH_VERSION));
-    set(&ok, root, "DataType", json_string(dla_dtype_name(net->dtype)));
+    set(&ok, root, "DataType", json_string(dla_dtype_name(dla__net_values_dtype(net))));
     for (int i = 0; i < net->nlayers; i++)
         append(&ok, layers, layer_json(&ok, net->layers[i]));
     set(&ok, root, "Layers", layers);

@@ -204,15 +204,16 @@ DLA_API dla_status dla_net_save(const dla_net *net, const char *path)
      * (its layers could not run it): such a file was written, and its
      * network could then never be loaded. A value replaced by hand through
      * dla_table_values is the way to get one. */
+    const dla_dtype ndt = dla__net_values_dtype(net);
     for (int k = 0; k < DLA__PARAM_KIND_COUNT; k++)
         for (int r = 0; r < net->tables[k].count; r++) {
             dla_dtype dt = dla_tensor_dtype(net->tables[k].values[r]);
-            if (dt != net->dtype)
+            if (dt != ndt)
                 return dla__nn_fail(DLA_ERR_DTYPE, "%s: %s/%s/%s is %s in a %s network (replaced "
                                     "by hand?); dla_net_load would refuse the file", fn,
                                     dla__param_kind_names[k], net->tables[k].layer[r],
                                     net->tables[k].param[r], dla_dtype_name(dt),
-                                    dla_dtype_name(net->dtype));
+                                    dla_dtype_name(ndt));
         }
     /* /dev/null, a FIFO: written in place, never renamed over. */
     const int in_place = dla__path_is_special(path);

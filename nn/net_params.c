@@ -165,6 +165,34 @@ dla_tensor *dla__net_first_value(const dla_net *net)
     return NULL;
 }
 
+/* The dtype the values of tables [k0, k1) share; -1 when they differ or
+ * there are none. */
+static int shared_dtype(const dla_net *net, int k0, int k1)
+{
+    int dt = -1;
+    for (int k = k0; k < k1; k++)
+        for (int i = 0; i < net->tables[k].count; i++) {
+            const dla_tensor *v = net->tables[k].values[i];
+            if (!v || dla_tensor_status(v) != DLA_OK)
+                continue;
+            if (dt >= 0 && (int)dla_tensor_dtype(v) != dt)
+                return -1;
+            dt = (int)dla_tensor_dtype(v);
+        }
+    return dt == DLA_F32 || dt == DLA_F64 ? dt : -1;
+}
+
+dla_dtype dla__net_values_dtype(const dla_net *net)
+{
+    if (!net)
+        return DLA_F32;
+    /* The Learnables first: dlupdate(@double, net) casts them alone. */
+    int dt = shared_dtype(net, DLA__LEARNABLE, DLA__LEARNABLE + 1);
+    if (dt < 0 && !net->tables[DLA__LEARNABLE].count)
+        dt = shared_dtype(net, 0, DLA__PARAM_KIND_COUNT);
+    return dt < 0 ? net->dtype : (dla_dtype)dt;
+}
+
 DLA_API dla_tensor *dla_net_get(const dla_net *net, const char *layer, const char *parameter)
 {
     int kind = 0, r = net ? find_param(net, layer, parameter, &kind) : -1;
@@ -257,8 +285,12 @@ DLA_API dla_net *dla_net_copy(const dla_net *net)
             dla_tensor_release(v);
             c->tables[k].values[i] = own;
         }
+    /* The values' dtype, not net->dtype alone: after dla_dlupdate(@double)
+     * over the Learnables' values the copy (trainnet's) was initialized
+     * as single, casting every double value back in silence. */
+    const dla_dtype dtype = dla__net_values_dtype(net);
     if (st == DLA_OK && c) {
-        c->dtype = net->dtype;
+        c->dtype = dtype;
         c->accelerate = net->accelerate;
         if (net->initialized) {
             /* Initialization keeps the copied values: their dims fit. */
@@ -280,14 +312,14 @@ DLA_API dla_net *dla_net_copy(const dla_net *net)
             dla_scope_begin();
             for (int k = 0; ex && k < net->ninputs; k++) {
                 const dla__shape *s = &net->input_shapes[k];
-                ex[nex++] = dla_zeros(net->dtype, s->format, s->ndims, s->dims);
+                ex[nex++] = dla_zeros(dtype, s->format, s->ndims, s->dims);
                 /* An example refused memory would fail initialization as
                  * an input of the wrong format. */
                 if (st == DLA_OK && (st = dla_tensor_status(ex[nex - 1])) != DLA_OK)
                     dla__nn_fail(st, "dla_net_copy: %s", dla_tensor_error(ex[nex - 1]));
             }
             if (st == DLA_OK)
-                st = dla__net_init_with(c, nex, ex, NULL, NULL, net->dtype);
+                st = dla__net_init_with(c, nex, ex, NULL, NULL, dtype);
             dla_scope_end();
             dla__nn_free(ex);
             if (home && home != prev)

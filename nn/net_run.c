@@ -321,7 +321,7 @@ static dla_status run_net(dla_net *net, const char *fn, int nin, dla_tensor *con
      * input and what to do. Only on failure: a custom layer may take
      * another dtype and cast it itself. */
     for (int i = 0; st == DLA_ERR_DTYPE && i < nin; i++)
-        if (dla_tensor_dtype(x[i]) != net->dtype) {
+        if (dla_tensor_dtype(x[i]) != dla__net_values_dtype(net)) {
             char msg[1024];
             const char *why = dla_last_error();
             const size_t n = strlen(fn);
@@ -330,7 +330,8 @@ static dla_status run_net(dla_net *net, const char *fn, int nin, dla_tensor *con
             snprintf(msg, sizeof msg, "%s", why);
             dla__nn_fail(st, "%s: input %d is %s but the network is %s: cast the input "
                          "(dla_cast) or the network (dla_net_cast); %s", fn, i + 1,
-                         dla_dtype_name(dla_tensor_dtype(x[i])), dla_dtype_name(net->dtype), msg);
+                         dla_dtype_name(dla_tensor_dtype(x[i])),
+                         dla_dtype_name(dla__net_values_dtype(net)), msg);
             break;
         }
     /* Data on another device than the network's failed alike, "layer

@@ -465,6 +465,12 @@ dla_status dla__input_std_check(const char *who, dla_tensor *std);
  * fixed parameters such as input statistics), or NULL: its dtype and
  * device are the network's, with or without learnables (net_params.c). */
 dla_tensor *dla__net_first_value(const dla_net *net);
+/* The network's dtype as its values have it: the dtype its Learnables
+ * share (a network cast in place, dla_dlupdate(@double) over their
+ * values, which net->dtype, set by initialization and dla_net_cast, does
+ * not see), or without learnables the dtype all its values share;
+ * net->dtype when they differ or there are none. */
+dla_dtype dla__net_values_dtype(const dla_net *net);
 /* Where a network's values live (dla__net_first_value's device; the
  * current device when it has none), and the dla_mbq cast its data takes
  * ("double" for a double network, else "single"). */

@@ -15,6 +15,15 @@ dla_status dla__optim_mismatch(const char *fn, int i, const dla_tensor *p, const
 {
     int64_t a[DLA_MAX_DIMS], b[DLA_MAX_DIMS];
     char sa[96], sb[96];
+    /* A state left on the cpu when the parameters moved to another device
+     * (dla_net_to_device in the middle of a loop) failed inside the step
+     * as "dla_sub: arguments a and b are on cpu:0 and opencl:0", naming
+     * neither the entry nor which list. */
+    if (dla_tensor_device(p) != dla_tensor_device(v))
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: entry %d: the parameter is on %s, its "
+                            "%s on %s; move it with dla_tensor_to_device", fn, i,
+                            dla_device_name(dla_tensor_device(p)), what,
+                            dla_device_name(dla_tensor_device(v)));
     if (!dla__same_dims(p, v)) {
         dla__dims_text(dla_tensor_dims(p, a), a, sa, sizeof sa);
         dla__dims_text(dla_tensor_dims(v, b), b, sb, sizeof sb);
@@ -39,7 +48,8 @@ static dla_status check_state(const char *fn, int n, dla_tensor *const *params,
         if (dla_tensor_status(v) != DLA_OK)
             return dla__nn_fail(dla_tensor_status(v), "%s: entry %d: the %s is %s", fn, i + 1, what,
                                 dla_tensor_error(v));
-        if (!dla__same_dims(p, v) || dla_tensor_dtype(p) != dla_tensor_dtype(v))
+        if (!dla__same_dims(p, v) || dla_tensor_dtype(p) != dla_tensor_dtype(v) ||
+            dla_tensor_device(p) != dla_tensor_device(v))
             return dla__optim_mismatch(fn, i + 1, p, what, v);
     }
     return DLA_OK;
@@ -64,7 +74,8 @@ dla_status dla__optim_check_lists(const char *fn, int n, dla_tensor *const *para
                                                                  : dla_tensor_error(g));
         /* The same dims, not only the same count: a 4x3 gradient of a
          * 3x4 parameter reshaped would update the wrong elements. */
-        if (!dla__same_dims(p, g) || dla_tensor_dtype(p) != dla_tensor_dtype(g))
+        if (!dla__same_dims(p, g) || dla_tensor_dtype(p) != dla_tensor_dtype(g) ||
+            dla_tensor_device(p) != dla_tensor_device(g))
             return dla__optim_mismatch(fn, i + 1, p, "gradient", g);
     }
     return DLA_OK;

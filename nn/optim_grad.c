@@ -49,6 +49,14 @@ DLA_API dla_status dla_l2_regularize(int n, dla_tensor *const *grads, dla_tensor
      * 3x4 parameter reshaped onto a 4x3 gradient would add the wrong
      * elements in silence. */
     dla_status st = dla__optim_check_lists(fn, n, (dla_tensor *const *)params, grads);
+    /* The entries' own factors as the factor: a NaN one made that
+     * gradient NaN, an infinite one inf, and a negative one pushed the
+     * weights away from zero, each with DLA_OK (a Learnables table's
+     * factors are checked when set; a list of one's own was not). */
+    for (int i = 0; st == DLA_OK && l2_factors && i < n; i++)
+        if (!(l2_factors[i] >= 0) || isinf(l2_factors[i]))
+            st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: entry %d: l2_factors %g (finite and "
+                              ">= 0)", fn, i + 1, l2_factors[i]);
     if (st != DLA_OK) {
         for (int i = 0; i < n; i++)
             out[i] = dla__nn_error_tensor();
@@ -70,6 +78,16 @@ DLA_API dla_status dla_l2_regularize(int n, dla_tensor *const *grads, dla_tensor
     }
     dla_scope_end();
     return out_all(n, out, next, DLA_OK);
+}
+
+/* A one-element tensor of value in like's dtype, on like's device (a
+ * fill, which a replay's plan folds into its program as one value). */
+static dla_tensor *bound(double value, dla_tensor *like)
+{
+    dla_tensor *t = dla_full(value, dla_tensor_dtype(like), "", DLA_DIMS(1));
+    if (dla_tensor_device(t) != dla_tensor_device(like))
+        t = dla_tensor_to_device(t, dla_tensor_device(like));
+    return t;
 }
 
 /* min(1, x) as 1 - relu(1 - x): ops only, and 1 for x = +inf. */
@@ -122,9 +140,13 @@ DLA_API dla_status dla_clip_gradients(int n, dla_tensor *const *grads, const cha
         } else if (m == 1) {
             g = dla_mul(g, dla_cast(global, dla_tensor_dtype(g)));
         } else {
-            /* clamp to [-t, t]: g - relu(g - t) + relu(-g - t) */
-            g = dla_add(dla_sub(g, dla_relu(dla_affine(g, 1, -threshold))),
-                        dla_relu(dla_affine(g, -1, -threshold)));
+            /* MATLAB's g(g > t) = t, g(g < -t) = -t: elements beyond the
+             * bounds take the bound itself, the others stay, bit for bit,
+             * and NaN stays NaN. (Clamping with g - relu(g - t) + relu(-g
+             * - t) rounded: 1e10 clipped to 0.1 in single gave 0, 100 gave
+             * 0.0999985, Inf gave NaN.) */
+            dla_tensor *hi = bound(threshold, g), *lo = bound(-threshold, g);
+            g = dla_where(dla_gt(g, hi), hi, dla_where(dla_lt(g, lo), lo, g));
         }
         next[i] = dla_tensor_retain(g);
     }

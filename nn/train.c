@@ -109,6 +109,9 @@ typedef struct trainer {
     dla_net *best_net;
     int64_t best_iteration;
     double best_figures[3];
+    /* Training stopped at a non-finite loss or gradient (stop_diverged),
+     * and the best validation's network took the last one's place. */
+    int diverged, took_best;
 } trainer;
 
 static double now(void)
@@ -1392,6 +1395,7 @@ static dla_status stop_diverged(trainer *tr, dla_training_state *s, const char *
 {
     snprintf(tr->hist.info->stop_reason, sizeof tr->hist.info->stop_reason, "%s", why);
     *stop = 1;
+    tr->diverged = 1;
     s->time_elapsed = now() - tr->start;
     dla_status st = history_push(tr, s);
     if (st != DLA_OK)
@@ -1411,12 +1415,22 @@ static dla_status stop_diverged(trainer *tr, dla_training_state *s, const char *
     lower[0] = (char)(lower[0] - 'A' + 'a');
     if (isfinite(s->training_loss))
         snprintf(loss, sizeof loss, " (the loss, %.6g, is finite)", s->training_loss);
+    /* OutputNetwork "best-validation" is honoured here too (dla_trainnet
+     * swaps the network in): the last one, which ran into the NaN, was
+     * returned in its place, though the user asked for the best. */
+    char which[160];
+    if (tr->best_net)
+        snprintf(which, sizeof which, "iteration %lld, the best validation (OutputNetwork "
+                 "\"best-validation\")", (long long)tr->best_iteration);
+    else
+        snprintf(which, sizeof which, "iteration %lld (this iteration's update was not applied)",
+                 (long long)tr->updated);
     return dla_set_error(DLA_ERR_STATE,
                          "dla_trainnet: epoch %d, iteration %lld: %s%s; training stopped, and "
-                         "*trained holds the network of iteration %lld (this iteration's update "
-                         "was not applied). Look for NaN or Inf in the predictors and targets, or "
-                         "lower InitialLearnRate or set GradientThreshold",
-                         tr->epoch, (long long)tr->iteration, lower, loss, (long long)tr->updated);
+                         "*trained holds the network of %s. Look for NaN or Inf in the "
+                         "predictors and targets, or lower InitialLearnRate or set "
+                         "GradientThreshold",
+                         tr->epoch, (long long)tr->iteration, lower, loss, which);
 }
 
 static dla_status finish_iteration(trainer *tr, dla_training_state *sp, int last, int *stop);
@@ -2520,8 +2534,10 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
             st = !strcmp(tr.o.solver, "lbfgs") ? run_lbfgs(&tr) : run_epochs(&tr);
         if (st == DLA_OK)
             st = validate_at_the_end(&tr);
-        if (st == DLA_OK && tr.best_net)
+        if ((st == DLA_OK || (tr.diverged && st == DLA_ERR_STATE)) && tr.best_net) {
             use_best_network(&tr);
+            tr.took_best = 1;
+        }
         /* After a failure too: the network returned holds no state of a
          * half-read sequence. The best validation's network too: it was
          * copied with the state of the training batch of its iteration. */
@@ -2597,7 +2613,7 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
     /* Once training has started, a failure still returns the network as
      * trained so far (and the history): the work is never lost. */
     if (st != DLA_OK) {
-        tr.hist.info->output_network_iteration = tr.updated;
+        tr.hist.info->output_network_iteration = tr.took_best ? tr.best_iteration : tr.updated;
         tr.hist.info->seconds = now() - t0;
     }
     *trained = tr.net;

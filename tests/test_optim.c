@@ -5,16 +5,20 @@
  * schedules, updating a network through its Learnables table, and the
  * all-or-nothing rule on errors.
  */
+#define _POSIX_C_SOURCE 200809L /* mkstemp */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
 #include "testutil.h"
+#include "tu_assert.h"
 
 #include <dlaccel.h>
 #include <math.h>
 #include <string.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 static dla_tensor *vec(int n, const double *v)
 {
@@ -159,6 +163,16 @@ static void l2_and_clipping_treat_gradients_as_trainnet_does(void **state)
     assert_int_equal(dla_l2_regularize(2, g, w, INFINITY, (double[]){1, 0}, out),
                      DLA_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(dla_last_error(), "factor inf (finite and >= 0)"));
+    /* So do the entries' own factors. Before: a NaN one gave NaN
+     * gradients, an infinite one inf, a negative one a push away from
+     * zero, each with DLA_OK. */
+    const double bad_factors[3] = {NAN, INFINITY, -1};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(dla_l2_regularize(2, g, w, 0.1, (double[]){1, bad_factors[i]}, out),
+                         DLA_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(dla_last_error(), "dla_l2_regularize: entry 2: l2_factors"));
+        assert_int_equal(dla_tensor_status(out[0]), DLA_ERR_INVALID_ARGUMENT);
+    }
     assert_int_equal(dla_tensor_status(out[1]), DLA_ERR_INVALID_ARGUMENT);
     /* Per-entry norm: |g0| = 5 is scaled to 2; |g1| = 0.866 stays. */
     assert_int_equal(dla_clip_gradients(2, g, NULL, 2, out), DLA_OK);
@@ -188,6 +202,34 @@ static void l2_and_clipping_treat_gradients_as_trainnet_does(void **state)
     assert_vec(out[0], 2, (double[]){0, 0}, 0);
     assert_int_equal(dla_clip_gradients(2, g, "l1norm", 1, out), DLA_ERR_INVALID_ARGUMENT);
     assert_int_equal(dla_tensor_status(out[0]), DLA_ERR_INVALID_ARGUMENT);
+    dla_scope_end();
+}
+
+/* MATLAB's absolute-value clipping sets the elements beyond the threshold
+ * to it. Before: a clamp written as g - relu(g - t) + relu(-g - t)
+ * rounded in single: 1e10 clipped to 0.1 gave 0 (an exploding gradient,
+ * the case clipping is for, became no step at all), 100 gave 0.0999985,
+ * and Inf gave NaN. */
+static void absolute_value_clipping_gives_the_threshold_itself(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const float v[8] = {1e10f, -1e10f, 100.f, 1e-8f, -0.05f, INFINITY, -INFINITY, NAN};
+    dla_tensor *g[2] = {dla_tensor_from_host(v, DLA_F32, "CB", DLA_DIMS(4, 2)),
+                        dla_tensor_from_host((double[]){3e300, -0.25}, DLA_F64, "",
+                                             DLA_DIMS(2, 1))};
+    dla_tensor *out[2];
+    assert_int_equal(dla_clip_gradients(2, g, "absolute-value", 0.1, out), DLA_OK);
+    assert_int_equal(dla_tensor_dtype(out[0]), DLA_F32);
+    assert_string_equal(dla_tensor_format(out[0]), "CB");
+    const float t = 0.1f;
+    const float want[7] = {t, -t, t, 1e-8f, -0.05f, t, -t};
+    for (int i = 0; i < 7; i++)
+        if (!((float)dla_tensor_item(out[0], i) == want[i]))
+            fail_msg("element %d (%g): %.9g, want %.9g", i, (double)v[i],
+                     dla_tensor_item(out[0], i), (double)want[i]);
+    assert_true(isnan(dla_tensor_item(out[0], 7)));
+    assert_vec(out[1], 2, (double[]){0.1, -0.1}, 0);
     dla_scope_end();
 }
 
@@ -706,14 +748,178 @@ static void a_network_trains_through_its_learnables_table(void **state)
     dla_net_free(net);
 }
 
+/* The testmem device, a second device when the build's test plugins are
+ * found (main adds them after the cpu); skips the test otherwise. */
+static dla_device *testmem_or_skip(void)
+{
+    for (int i = 0; i < dla_device_count(); i++)
+        if (!strcmp(dla_device_plugin(dla_device_at(i)), "testmem"))
+            return dla_device_at(i);
+    skip();
+    return NULL;
+}
+
+/* A state or gradient on another device than its parameter (a network
+ * moved with dla_net_to_device in the middle of a loop, its velocity left
+ * behind) is refused naming the entry, the list and both devices. Before:
+ * "dla_sgdmupdate: entry 1: dla_sub: arguments a and b are on cpu:0 and
+ * testmem:0", an op the caller never called, naming no list. */
+static void a_state_on_another_device_is_refused_naming_it(void **state)
+{
+    (void)state;
+    dla_device *tm = testmem_or_skip(), *cpu = dla_device_get("cpu:0");
+    assert_non_null(cpu);
+    dla_scope_begin();
+    dla_tensor *p[1] = {dla_keep(dla_tensor_to_device(dla_ones(DLA_F32, "", DLA_DIMS(3, 1)), tm))};
+    dla_tensor *g[1] = {dla_tensor_to_device(dla_ones(DLA_F32, "", DLA_DIMS(3, 1)), tm)};
+    dla_tensor *v[1] = {dla_keep(dla_tensor_to_device(dla_ones(DLA_F32, "", DLA_DIMS(3, 1)), cpu))};
+    dla_tensor *none[1] = {NULL}, *before = p[0];
+    assert_int_equal(dla_sgdmupdate(1, p, g, v, 0.1, 0.9), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_sgdmupdate: entry 1: the parameter is on "
+                                             "testmem:0, its velocity on cpu:0; move it with "
+                                             "dla_tensor_to_device"));
+    assert_int_equal(dla_adamupdate(1, p, g, none, v, 1, 0.1, 0.9, 0.999, 1e-8),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "its avg_sq_grad on cpu:0"));
+    assert_int_equal(dla_rmspropupdate(1, p, g, v, 0.1, 0.9, 1e-8), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "its avg_sq_grad on cpu:0"));
+    dla_tensor *gc[1] = {dla_tensor_to_device(g[0], cpu)};
+    assert_int_equal(dla_sgdmupdate(1, p, gc, none, 0.1, 0.9), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "its gradient on cpu:0"));
+    assert_true(p[0] == before && !none[0]);
+    /* On one device, the step is taken there. */
+    dla_tensor *vt[1] = {NULL};
+    assert_int_equal(dla_sgdmupdate(1, p, g, vt, 0.1, 0.9), DLA_OK);
+    assert_true(dla_tensor_device(p[0]) == tm && dla_tensor_device(vt[0]) == tm);
+    assert_vec(p[0], 3, (double[]){0.9, 0.9, 0.9}, 1e-7);
+    dla_scope_end();
+    dla_optim_free(1, p);
+    dla_optim_free(1, v);
+    dla_optim_free(1, vt);
+}
+
+static dla_tensor *to_double(void *ctx, int nargs, dla_tensor *const *args)
+{
+    (void)ctx;
+    (void)nargs;
+    return dla_cast(args[0], DLA_F64);
+}
+
+/* MATLAB's net = dlupdate(@double, net), written as dla_dlupdate over the
+ * Learnables' values, makes a double network: trainnet trains it in
+ * double, and what it returns is double. Before: dla_net_copy (trainnet's
+ * copy) initialized the copy with the dtype the network was made with,
+ * casting every value back to single in silence, so the trained network
+ * was single and its weights off by single's rounding; dla_net_save
+ * refused the network ("double in a single network"). The trained
+ * weights are checked against SGDM steps computed here in double, with
+ * L2 regularization (weights only: a bias's L2 factor is 0), a bias
+ * learn-rate factor of 2, per-entry norm clipping, a piecewise schedule
+ * and a last partial mini-batch discarded (5 observations, batches of 2). */
+static void a_network_cast_by_dlupdate_trains_in_double(void **state)
+{
+    (void)state;
+    dla_layer *l[] = {dla_feature_input_layer(2, NULL),
+                      dla_fc_layer(1, &(dla_fc_layer_options){.name = "fc"})};
+    dla_net *net = dla_net_create(2, l);
+    assert_non_null(net);
+    dla_scope_begin();
+    dla_tensor *ex = dla_zeros(DLA_F32, "CB", DLA_DIMS(2, 1));
+    assert_int_equal(dla_net_init(net, 1, &ex), DLA_OK);
+    dla_table *lt = dla_net_learnables(net);
+    const int iw = dla_table_find(lt, "fc", "Weights"), ib = dla_table_find(lt, "fc", "Bias");
+    assert_int_equal(dla_dlupdate(to_double, NULL, dla_table_count(lt), dla_table_values(lt), 0,
+                                  NULL), DLA_OK);
+    const double w0[3] = {0.3, -0.2, 0.1};
+    assert_int_equal(dla_table_set_value(lt, iw, dla_tensor_from_host(w0, DLA_F64, "",
+                                                                      DLA_DIMS(1, 2))), DLA_OK);
+    assert_int_equal(dla_table_set_value(lt, ib, dla_tensor_from_host(w0 + 2, DLA_F64, "",
+                                                                      DLA_DIMS(1, 1))), DLA_OK);
+    assert_int_equal(dla_net_set_learn_rate_factor(net, "fc", "Bias", 2), DLA_OK);
+    dla_net *copy = dla_net_copy(net);
+    assert_non_null(copy);
+    assert_int_equal(dla_tensor_dtype(dla_net_get(copy, "fc", "Weights")), DLA_F64);
+    dla_net_free(copy);
+
+    enum { N = 5 };
+    const double x[2 * N] = {1, 2, -1, 0.5, 0.3, -2, 2, 1, -0.7, 0.4};
+    const double t[N] = {0.5, -1, 2, 1.5, 0};
+    dla_train_data data = {.predictors = dla_tensor_from_host(x, DLA_F64, "CB", DLA_DIMS(2, N)),
+                           .targets = dla_tensor_from_host(t, DLA_F64, "CB", DLA_DIMS(1, N))};
+    const double lr0 = 0.05, l2 = 0.01, thr = 0.5, mom = 0.9;
+    dla_training_options o = {
+        .max_epochs = 3, .mini_batch_size = 2, .initial_learn_rate = lr0, .momentum = mom,
+        .learn_rate_schedule = {.method = "piecewise", .drop_factor = 0.5, .drop_period = 1},
+        .l2_regularization = l2, .gradient_threshold = thr, .shuffle = "never", .verbose = -1};
+    dla_net *trained = NULL;
+    dla_training_info *info = NULL;
+    assert_int_equal(dla_trainnet(&data, net, &(dla_train_loss){.name = "mse"}, &o, &trained,
+                                  &info), DLA_OK);
+    assert_int_equal(info->iterations, 6);
+
+    double p[3] = {w0[0], w0[1], w0[2]}, v[3] = {0, 0, 0};
+    const double factor[3] = {1, 1, 2};
+    for (int epoch = 1, it = 0; epoch <= 3; epoch++)
+        for (int b = 0; b + 2 <= N; b += 2, it++) {
+            /* mse: the mean of the squared errors of the batch's 2. */
+            double g[3] = {0, 0, 0};
+            for (int j = b; j < b + 2; j++) {
+                const double r = p[0] * x[2 * j] + p[1] * x[2 * j + 1] + p[2] - t[j];
+                g[0] += r * x[2 * j];
+                g[1] += r * x[2 * j + 1];
+                g[2] += r;
+            }
+            g[0] += l2 * p[0];
+            g[1] += l2 * p[1];
+            const double nw = sqrt(g[0] * g[0] + g[1] * g[1]), nb = fabs(g[2]);
+            for (int i = 0; i < 2 && nw > thr; i++)
+                g[i] *= thr / nw;
+            if (nb > thr)
+                g[2] *= thr / nb;
+            const double lr = lr0 * pow(0.5, epoch - 1);
+            tu_assert_near(info->learn_rate[it], lr, 1e-15);
+            for (int i = 0; i < 3; i++) {
+                v[i] = mom * v[i] - lr * factor[i] * g[i];
+                p[i] += v[i];
+            }
+        }
+    dla_tensor *w = dla_net_get(trained, "fc", "Weights"), *bias = dla_net_get(trained, "fc", "Bias");
+    assert_int_equal(dla_tensor_dtype(w), DLA_F64);
+    tu_assert_near(dla_tensor_item(w, 0), p[0], 1e-13);
+    tu_assert_near(dla_tensor_item(w, 1), p[1], 1e-13);
+    tu_assert_near(dla_tensor_item(bias, 0), p[2], 1e-13);
+    char path[] = "/tmp/dla_test_optim_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(dla_net_save(net, path), DLA_OK);
+    dla_net *loaded = NULL;
+    assert_int_equal(dla_net_load(path, &loaded), DLA_OK);
+    unlink(path);
+    assert_int_equal(dla_tensor_dtype(dla_net_get(loaded, "fc", "Weights")), DLA_F64);
+    dla_net_free(loaded);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    dla_scope_end();
+    dla_net_free(net);
+}
+
 int main(void)
 {
+    /* testmem as the second device, after the cpu. */
+    const char *build = getenv("DLA_TEST_BUILDDIR"), *path = getenv("DLACCEL_PLUGIN_PATH");
+    if (build) {
+        char buf[4096];
+        snprintf(buf, sizeof buf, "%s%s%s/tests/plugins.d", path ? path : "", path ? ":" : "", build);
+        setenv("DLACCEL_PLUGIN_PATH", buf, 1);
+    }
     const struct CMUnitTest tests[] = {
         TU_TEST(sgdm_steps_as_matlab_computes_them),
         TU_TEST(adam_steps_with_bias_correction),
         TU_TEST(rmsprop_steps_as_matlab_computes_them),
         TU_TEST(dlupdate_applies_a_function_to_every_entry),
         TU_TEST(l2_and_clipping_treat_gradients_as_trainnet_does),
+        TU_TEST(absolute_value_clipping_gives_the_threshold_itself),
         TU_TEST(gradients_and_states_of_other_dims_are_refused),
         TU_TEST(schedules_drop_piecewise_and_warm_up),
         TU_TEST(decaying_schedules_follow_their_formulas),
@@ -722,6 +928,8 @@ int main(void)
         TU_TEST(schedules_step_by_iteration_and_take_matlabs_factors),
         TU_TEST(warmup_and_lists_of_schedules_run_in_turn),
         TU_TEST(a_network_trains_through_its_learnables_table),
+        TU_TEST(a_network_cast_by_dlupdate_trains_in_double),
+        TU_TEST(a_state_on_another_device_is_refused_naming_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3567,6 +3567,73 @@ static void a_non_finite_loss_or_gradient_stops_training_with_an_error(void **st
     dla_tensor_release(t);
 }
 
+/* OutputNetwork "best-validation" holds when training stops at a
+ * non-finite loss: the network of the best validation is returned, as at
+ * any other end of training. Before: the network of the iteration before
+ * the bad one came back, here one whose validation loss was Inf, with
+ * output_network_iteration and the final validation figures its. A
+ * learning rate of 1e150 on a linear regression: the validation loss is
+ * finite after iteration 1, Inf after 2, and the training loss of
+ * iteration 3 is Inf. */
+static void best_validation_is_returned_when_training_diverges(void **state)
+{
+    (void)state;
+    dla_layer *l[] = {dla_feature_input_layer(2, NULL),
+                      dla_fc_layer(1, &(dla_fc_layer_options){.name = "fc"})};
+    dla_net *net = dla_net_create(2, l), *trained = NULL;
+    assert_non_null(net);
+    const double x[10] = {1, 2, -1, 0.5, 0.3, -2, 2, 1, -0.7, 0.4}, t[5] = {0.5, -1, 2, 1.5, 0};
+    const double xv[6] = {0.2, 0.1, -1.5, 1, 1, -1}, tv[3] = {-3, 2, -1.2};
+    dla_tensor *xt = dla_tensor_from_host(x, DLA_F64, "CB", DLA_DIMS(2, 5));
+    dla_tensor *tt = dla_tensor_from_host(t, DLA_F64, "CB", DLA_DIMS(1, 5));
+    dla_tensor *xvt = dla_tensor_from_host(xv, DLA_F64, "CB", DLA_DIMS(2, 3));
+    dla_tensor *tvt = dla_tensor_from_host(tv, DLA_F64, "CB", DLA_DIMS(1, 3));
+    dla_train_data d = {.predictors = xt, .targets = tt}, v = {.predictors = xvt, .targets = tvt};
+    /* Weights of one's own, so that the steps are known. */
+    dla_tensor *ex = dla_zeros(DLA_F64, "CB", DLA_DIMS(2, 1));
+    assert_int_equal(dla_net_init(net, 1, &ex), DLA_OK);
+    dla_tensor_release(ex);
+    assert_int_equal(dla_net_cast(net, DLA_F64), DLA_OK);
+    dla_table *lt = dla_net_learnables(net);
+    dla_tensor *w0 = dla_tensor_from_host((double[]){0.3, -0.2}, DLA_F64, "", DLA_DIMS(1, 2));
+    dla_tensor *b0 = dla_tensor_from_host((double[]){0.1}, DLA_F64, "", DLA_DIMS(1, 1));
+    assert_int_equal(dla_table_set_value(lt, dla_table_find(lt, "fc", "Weights"), w0), DLA_OK);
+    assert_int_equal(dla_table_set_value(lt, dla_table_find(lt, "fc", "Bias"), b0), DLA_OK);
+    dla_tensor_release(w0);
+    dla_tensor_release(b0);
+    dla_training_options o = quiet();
+    o.l2_regularization = 0.01;
+    o.max_epochs = 6;
+    o.mini_batch_size = 2;
+    o.shuffle = "never";
+    o.initial_learn_rate = 1e150;
+    o.validation_data = &v;
+    o.validation_frequency = 1;
+    o.output_network = "best-validation";
+    dla_training_info *info = NULL;
+    dla_rng_seed(3);
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "mse"}, &o, &trained, &info),
+                     DLA_ERR_STATE);
+    assert_non_null(strstr(dla_last_error(), "*trained holds the network of iteration 1, the best "
+                                             "validation (OutputNetwork \"best-validation\")"));
+    assert_string_equal(info->stop_reason, "Training loss is Inf");
+    assert_int_equal(info->iterations, 3);
+    assert_int_equal(info->validations, 2);
+    assert_true(isfinite(info->validation_loss[0]) && isinf(info->validation_loss[1]));
+    assert_int_equal(info->output_network_iteration, 1);
+    assert_true(info->final_validation_loss == info->validation_loss[0]);
+    double loss = NAN;
+    assert_int_equal(dla_testnet(trained, &v, "mse", NULL, &loss), DLA_OK);
+    tu_assert_near(loss, info->validation_loss[0], 1e-12 * info->validation_loss[0]);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_tensor_release(xt);
+    dla_tensor_release(tt);
+    dla_tensor_release(xvt);
+    dla_tensor_release(tvt);
+}
+
 /* The named losses are normalized as MATLAB's trainnet normalizes them:
  * "mse" of 3 responses is the mean over all 24 squared errors (the RMSE
  * metric squared), not 3 times it as the batch size alone made it; so is
@@ -3846,6 +3913,7 @@ int main(void)
         TU_TEST(a_bad_output_path_fails_before_the_first_iteration),
         TU_TEST(a_failure_during_training_returns_the_network_so_far),
         TU_TEST(a_non_finite_loss_or_gradient_stops_training_with_an_error),
+        TU_TEST(best_validation_is_returned_when_training_diverges),
         TU_TEST(a_long_layer_name_is_whole_in_the_stop_reason),
         TU_TEST(rmsprop_trains_and_is_not_sgdm),
         TU_TEST(learn_rate_factors_freeze_layers_in_trainnet),

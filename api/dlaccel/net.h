@@ -100,7 +100,8 @@ DLA_API dla_tensor *dla_table_value(const dla_table *t, int i);
  * owns. Optimizers (optim.h) replace its entries in place, which is how a
  * network's learnables are updated (MATLAB's net.Learnables = ...). An
  * entry replaced by hand must be a +1 reference whose old value was
- * released, with the same dims and dtype. */
+ * released, with the same dims and dtype (or every learnable cast alike:
+ * the network is then of their dtype, see dla_dlupdate). */
 DLA_API dla_tensor **dla_table_values(dla_table *t);
 /* The row of (layer, parameter); -1 when there is none. */
 DLA_API int dla_table_find(const dla_table *t, const char *layer, const char *parameter);

@@ -28,7 +28,9 @@
  * singleton dims and format labels aside) and dtype: DLA_ERR_SHAPE /
  * DLA_ERR_DTYPE name the entry and both dims or dtypes (a gradient of as
  * many elements in other dims is not reshaped, a smaller state is not
- * broadcast). All arithmetic is done with ops on the tensors' device.
+ * broadcast), and be on its device (DLA_ERR_INVALID_ARGUMENT naming the
+ * entry, the list and both devices: nothing is moved). All arithmetic is
+ * done with ops on the tensors' device.
  */
 #ifndef DLACCEL_OPTIM_H
 #define DLACCEL_OPTIM_H
@@ -89,7 +91,11 @@ typedef dla_tensor *(*dla_update_fn)(void *ctx, int nargs, dla_tensor *const *ar
  * fn(ctx, params[i], extra[0][i], ..., extra[k-1][i]) for every i (at
  * most 15 extra lists, each of n entries). The new values are not held
  * to the old dims or dtype: fn may cast or move them, as MATLAB's
- * dlupdate(@double, net) does. An error tensor from fn fails the update
+ * dlupdate(@double, net) does: a network whose Learnables' values are
+ * all cast so is a network of that dtype, which dla_net_copy and trainnet
+ * keep (casting its State and input statistics along in the copy;
+ * dla_net_cast casts every value in place, which dla_net_save of a
+ * network with State needs). An error tensor from fn fails the update
  * (nothing replaced). */
 DLA_API dla_status dla_dlupdate(dla_update_fn fn, void *ctx, int n, dla_tensor **params,
                                 int nextra, dla_tensor *const *const *extra);
@@ -276,7 +282,8 @@ DLA_API dla_tensor *dla_lbfgs_state_gradient(const dla_lbfgs_state *state, int i
 
 /* L2 regularization (trainingOptions L2Regularization, MATLAB's default
  * 1e-4 in trainnet): out[i] = grads[i] + factor * l2_factors[i] *
- * params[i], factor finite and >= 0 (DLA_ERR_INVALID_ARGUMENT otherwise),
+ * params[i], factor and each l2_factors[i] finite and >= 0
+ * (DLA_ERR_INVALID_ARGUMENT otherwise, naming the entry),
  * where l2_factors (NULL: all 1) are per entry, as a Learnables
  * table's (dla_table_l2_factor: 0 for biases). Each grads[i] needs
  * params[i]'s dims and dtype (DLA_ERR_SHAPE, DLA_ERR_DTYPE naming the

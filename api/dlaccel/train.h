@@ -857,7 +857,9 @@ DLA_API void dla_training_info_free(dla_training_info *info);
  * "NaN" in the table, the stop reason says which, and trainnet returns
  * DLA_ERR_STATE naming the epoch and iteration, with *trained the network
  * of the iteration before (the bad iteration's state and update are not
- * applied). The check costs one reduction per learnable per iteration,
+ * applied), or with OutputNetwork "best-validation" that of the best
+ * validation so far (info->output_network_iteration, the final validation
+ * figures its). The check costs one reduction per learnable per iteration,
  * read back with the loss (one host read, as before).
  *
  * Errors: DLA_ERR_INVALID_ARGUMENT (an option, data with neither or both
