@@ -67,14 +67,22 @@ DLA_API dla_tensor *dla_crosschannelnorm(dla_tensor *x, int64_t window,
     dla_scope_begin();
     dla_tensor *sq = dla_mul(x, x), *ss = sq;
     if (c < x->ndims && window > 1) {
-        /* pad[i] = sq[i - back] along C: ss[c] = sum over j of pad[c + j]. */
-        const int64_t back = (window - 1) / 2, ahead = window / 2, n = x->dims[c];
+        /* pad[i] = sq[i - back] along C: ss[c] = sum over j of pad[c + j].
+         * No channel is more than n - 1 from another, so the window reaches
+         * at most that far each way: the shifts past it would be slices of
+         * padding alone, zeros added before and after the others (the same
+         * sums, bit for bit). Taking every one of them made a window of
+         * INT64_MAX loop for ever, and one of 10^6 pad C by 10^6 and add
+         * 10^6 slices, where 2n - 1 do. The divisor keeps the window. */
+        const int64_t n = x->dims[c], reach = n > 1 ? n - 1 : 0;
+        const int64_t back = (window - 1) / 2 < reach ? (window - 1) / 2 : reach;
+        const int64_t ahead = window / 2 < reach ? window / 2 : reach;
         int64_t before[DLA_MAX_DIMS] = {0}, after[DLA_MAX_DIMS] = {0};
         before[c] = back;
         after[c] = ahead;
         dla_tensor *pad = dla_pad(sq, c + 1, before, after, 0.0);
         ss = dla_slice(pad, c + 1, 0, 1, n);
-        for (int64_t j = 1; j < window; j++)
+        for (int64_t j = 1; j <= back + ahead; j++)
             ss = dla_add(ss, dla_slice(pad, c + 1, j, 1, j + n));
     }
     dla_tensor *den = dla_pows(dla_affine(ss, alpha / (double)window, k), beta);

@@ -1,7 +1,7 @@
 /*
  * test_nnops_crossnorm.c - crosschannelnorm (local response normalization):
  * values against MATLAB's formula written out as a host loop for every
- * window size (odd, even, one, wider than C) and format, the defaults,
+ * window size (odd, even, one, wider than C, up to INT64_MAX) and format, the defaults,
  * an unformatted x with data_format, finite-difference first and second
  * derivatives, a replay against eager, and the refusals.
  */
@@ -31,7 +31,10 @@ static void ref_lrn(const double *x, int nd, const int64_t *dims, int cdim, int6
         for (int64_t c = 0; c < nc; c++)
             for (int64_t i = 0; i < inner; i++) {
                 double ss = 0;
-                for (int64_t j = c - (w - 1) / 2; j <= c + w / 2; j++)
+                /* The window's channels within 0..C-1 (w may be INT64_MAX). */
+                const int64_t lo = c - (w - 1) / 2 > 0 ? c - (w - 1) / 2 : 0;
+                const int64_t hi = w / 2 < nc - 1 - c ? c + w / 2 : nc - 1;
+                for (int64_t j = lo; j <= hi; j++)
                     if (j >= 0 && j < nc) {
                         double v = x[i + inner * (j + nc * o)];
                         ss += v * v;
@@ -127,6 +130,34 @@ static dla_tensor *lrn_fn(void *ctx, dla_tensor *const *in)
     return dla_crosschannelnorm(in[0], c->w, &c->o);
 }
 
+/* A window wider than the channels (2C - 1 reach every channel) is
+ * MATLAB's formula still, however wide: INT64_MAX looped for ever over
+ * that many slices of padding, and 10^6 padded C by 10^6. alpha is the
+ * window as a double, so alpha / window is 1 and every channel is divided
+ * by (k + the sum of squares of all channels)^beta. */
+static void test_windows_far_wider_than_the_channels_take_every_channel(void **state)
+{
+    (void)state;
+    const int64_t dims[4] = {2, 3, 5, 2}, windows[3] = {INT64_MAX, 1000000, 12};
+    double *x = nn_values(60), want[60];
+    for (int w = 0; w < 3; w++) {
+        const dla_crosschannelnorm_options o = {.alpha = (double)windows[w], .beta = 0.6,
+                                                .k = 1.5};
+        ref_lrn(x, 4, dims, 2, windows[w], o.alpha, o.beta, o.k, want);
+        dla_scope_begin();
+        dla_tensor *y = dla_crosschannelnorm(nn_from(x, "SSCB", 4, dims), windows[w], &o);
+        nn_expect(y, "SSCB", 4, dims, want, 1e-13);
+        dla_scope_end();
+    }
+    /* Its gradient too. */
+    lrn_case c = {INT64_MAX, {.alpha = 9223372036854775807.0, .beta = 0.75, .k = 2}};
+    dla_tensor *in[1] = {nn_rand("SSCB", DLA_DIMS(2, 2, 5, 2))};
+    const int check[1] = {1};
+    gc_check(lrn_fn, &c, 1, in, check, 1e-6);
+    dla_tensor_release(in[0]);
+    free(x);
+}
+
 static void test_gradients_match_finite_differences(void **state)
 {
     (void)state;
@@ -202,6 +233,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TU_TEST(test_values_follow_matlabs_formula_and_window),
         TU_TEST(test_one_channel_and_single_precision),
+        TU_TEST(test_windows_far_wider_than_the_channels_take_every_channel),
         TU_TEST(test_gradients_match_finite_differences),
         TU_TEST(test_a_replay_gives_eager_bits),
         TU_TEST(test_refusals_name_the_op_and_the_argument),

@@ -280,7 +280,9 @@ typedef struct dla_crosschannelnorm_options {
  * ss the sum of the squares of x at the same position in the channels
  * c - floor((window - 1) / 2) .. c + floor(window / 2) (MATLAB's window:
  * an even one looks one channel further ahead than back); channels past
- * either end count as 0. window >= 1; x single or double with a "C" dim.
+ * either end count as 0. window >= 1, any size: one of 2C - 1 or more
+ * takes every channel (the divisor is still window); x single or double
+ * with a "C" dim.
  * Differentiable in x, made of elementwise ops, pad and slices. */
 DLA_API dla_tensor *dla_crosschannelnorm(dla_tensor *x, int64_t window,
                                          const dla_crosschannelnorm_options *opts);
