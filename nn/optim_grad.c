@@ -8,6 +8,7 @@
 #include "nn/nn.h"
 #include "nn/optim_impl.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -90,8 +91,33 @@ static dla_tensor *bound(double value, dla_tensor *like)
     return t;
 }
 
-/* min(1, x) as 1 - relu(1 - x): ops only, and 1 for x = +inf. */
-static dla_tensor *min1(dla_tensor *x) { return dla_affine(dla_relu(dla_affine(x, -1, 1)), -1, 1); }
+/* The sum of g's squares, in double, and sqrt of it in g's dtype, each
+ * from g scaled by its largest magnitude M: squares of single elements
+ * past 1.8e19 were Inf, so one exploding element made the norm Inf and
+ * clipping zeroed the whole entry ([3e19 4e19] clipped to 1 gave [0 0],
+ * not [0.6 0.8]), the case clipping is for; and squares below 1e-23
+ * flushed to 0. M is held to the dtype's normal range, so an all-zero g
+ * divides by the smallest normal (not 0) and an Inf element leaves the
+ * norm Inf, as before. NaN stays NaN. */
+static dla_tensor *scaled_sumsq(dla_tensor *g, dla_tensor **scale)
+{
+    const int single = dla_tensor_dtype(g) == DLA_F32;
+    if (dla_tensor_numel(g) == 0) { /* no elements, no largest: the sum is 0 */
+        *scale = bound(1, g);
+        return dla_sum(dla_square(g), 0, NULL);
+    }
+    dla_tensor *m = dla_max(dla_abs(g), 0, NULL);
+    m = dla_min2(dla_max2(m, bound(single ? FLT_MIN : DBL_MIN, m)),
+                 bound(single ? FLT_MAX : DBL_MAX, m));
+    *scale = m;
+    return dla_sum(dla_square(dla_div(g, m)), 0, NULL);
+}
+
+/* min(1, x), 1 for x = +inf. (As 1 - relu(1 - x) it rounded: a scale
+ * threshold / norm below 6e-8 in single, a norm 1.7e7 times the
+ * threshold, became 1 - 1 = 0, and the gradient was zeroed, not scaled
+ * to the threshold.) */
+static dla_tensor *min1(dla_tensor *x) { return dla_min2(x, bound(1, x)); }
 
 DLA_API dla_status dla_clip_gradients(int n, dla_tensor *const *grads, const char *method,
                                       double threshold, dla_tensor **out)
@@ -120,8 +146,9 @@ DLA_API dla_status dla_clip_gradients(int n, dla_tensor *const *grads, const cha
          * them failed with a dtype error), and the squares of a large
          * network's gradients lose digits in single. */
         for (int i = 0; i < n; i++) {
-            dla_tensor *s = dla_reshape(dla_cast(dla_sum(dla_square(grads[i]), 0, NULL), DLA_F64),
-                                        "", DLA_DIMS(1, 1));
+            dla_tensor *m, *s = scaled_sumsq(grads[i], &m);
+            m = dla_cast(m, DLA_F64);
+            s = dla_reshape(dla_mul(dla_cast(s, DLA_F64), dla_mul(m, m)), "", DLA_DIMS(1, 1));
             sq = sq ? dla_add(sq, s) : s;
         }
         /* threshold / L, as threshold * L^-1 (inf when L is 0: no scaling). */
@@ -135,7 +162,8 @@ DLA_API dla_status dla_clip_gradients(int n, dla_tensor *const *grads, const cha
             continue;
         }
         if (m == 0) {
-            dla_tensor *norm = dla_sqrt(dla_sum(dla_square(g), 0, NULL));
+            dla_tensor *m, *norm = dla_sqrt(scaled_sumsq(g, &m));
+            norm = dla_mul(norm, m);
             g = dla_mul(g, min1(dla_affine(dla_pows(norm, -1), threshold, 0)));
         } else if (m == 1) {
             g = dla_mul(g, dla_cast(global, dla_tensor_dtype(g)));

@@ -233,6 +233,60 @@ static void absolute_value_clipping_gives_the_threshold_itself(void **state)
     dla_scope_end();
 }
 
+/* Norm clipping far above the threshold, and of single gradients whose
+ * squares leave single's range. Before: [3e8 4e8] clipped to norm 1 gave
+ * [0 0] (min(1, 2e-9) computed as 1 - relu(1 - 2e-9) rounded to 0);
+ * [3e19 4e19] clipped to norm 1 gave [0 0] (the squares were Inf,
+ * so the scale threshold / norm was 0), and [3e-25 4e-25] clipped to
+ * 1e-26 stayed whole (the squares flushed to 0). Each as "l2norm" and as
+ * "global-l2norm" over entries of single and double; an Inf element
+ * still gives an Inf norm (the finite elements scaled to 0), a NaN leaves
+ * the entry as it was, a zero gradient stays zero. */
+static void norm_clipping_scales_huge_and_tiny_single_gradients(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *huge = dla_tensor_from_host((float[]){3e19f, 4e19f}, DLA_F32, "CB", DLA_DIMS(2, 1));
+    dla_tensor *tiny = dla_tensor_from_host((float[]){3e-25f, -4e-25f}, DLA_F32, "", DLA_DIMS(2, 1));
+    dla_tensor *out[2];
+    /* a norm 5e8 times the threshold: the scale 2e-9 was rounded to 0 */
+    dla_tensor *big = dla_tensor_from_host((float[]){3e8f, 4e8f}, DLA_F32, "", DLA_DIMS(2, 1));
+    assert_int_equal(dla_clip_gradients(1, &big, "l2norm", 1, out), DLA_OK);
+    assert_vec(out[0], 2, (double[]){0.6, 0.8}, 1e-6);
+    assert_int_equal(dla_clip_gradients(1, &big, "global-l2norm", 1, out), DLA_OK);
+    assert_vec(out[0], 2, (double[]){0.6, 0.8}, 1e-6);
+    assert_int_equal(dla_clip_gradients(1, &huge, "l2norm", 1, out), DLA_OK);
+    assert_string_equal(dla_tensor_format(out[0]), "CB");
+    assert_vec(out[0], 2, (double[]){0.6, 0.8}, 1e-6);
+    assert_int_equal(dla_clip_gradients(1, &tiny, "l2norm", 1e-26, out), DLA_OK);
+    assert_vec(out[0], 2, (double[]){6e-27, -8e-27}, 1e-32);
+    /* global: L = 5e19 over [3e19 4e19] and [0 0] in double */
+    dla_tensor *both[2] = {huge, dla_zeros(DLA_F64, "", DLA_DIMS(2, 1))};
+    assert_int_equal(dla_clip_gradients(2, both, "global-l2norm", 1, out), DLA_OK);
+    assert_vec(out[0], 2, (double[]){0.6, 0.8}, 1e-6);
+    assert_vec(out[1], 2, (double[]){0, 0}, 0);
+    both[1] = dla_tensor_from_host((double[]){0, 4e19}, DLA_F64, "", DLA_DIMS(2, 1));
+    both[0] = dla_tensor_from_host((float[]){3e19f}, DLA_F32, "", DLA_DIMS(1, 1));
+    assert_int_equal(dla_clip_gradients(2, both, "global-l2norm", 10, out), DLA_OK);
+    assert_vec(out[0], 1, (double[]){6}, 1e-5);
+    assert_vec(out[1], 2, (double[]){0, 8}, 1e-6); /* 3e19 in single is inexact */
+    dla_tensor *inf = dla_tensor_from_host((float[]){INFINITY, 1}, DLA_F32, "", DLA_DIMS(2, 1));
+    assert_int_equal(dla_clip_gradients(1, &inf, "l2norm", 1, out), DLA_OK);
+    assert_true(isnan(dla_tensor_item(out[0], 0)));
+    assert_true(dla_tensor_item(out[0], 1) == 0);
+    dla_tensor *nan = dla_tensor_from_host((float[]){NAN, 1e9f}, DLA_F32, "", DLA_DIMS(2, 1));
+    assert_int_equal(dla_clip_gradients(1, &nan, "l2norm", 1, out), DLA_OK);
+    assert_true(isnan(dla_tensor_item(out[0], 0)));
+    assert_true(dla_tensor_item(out[0], 1) == 1e9);
+    dla_tensor *zero = dla_zeros(DLA_F32, "", DLA_DIMS(3, 1));
+    assert_int_equal(dla_clip_gradients(1, &zero, "l2norm", 1, out), DLA_OK);
+    assert_vec(out[0], 3, (double[]){0, 0, 0}, 0);
+    dla_tensor *none = dla_zeros(DLA_F32, "", DLA_DIMS(0, 3));
+    assert_int_equal(dla_clip_gradients(1, &none, "global-l2norm", 1, out), DLA_OK);
+    assert_int_equal(dla_tensor_numel(out[0]), 0);
+    dla_scope_end();
+}
+
 /* Before: a gradient of another shape with as many elements was
  * reshaped, and a state entry of other dims broadcast, with DLA_OK. */
 static void gradients_and_states_of_other_dims_are_refused(void **state)
@@ -920,6 +974,7 @@ int main(void)
         TU_TEST(dlupdate_applies_a_function_to_every_entry),
         TU_TEST(l2_and_clipping_treat_gradients_as_trainnet_does),
         TU_TEST(absolute_value_clipping_gives_the_threshold_itself),
+        TU_TEST(norm_clipping_scales_huge_and_tiny_single_gradients),
         TU_TEST(gradients_and_states_of_other_dims_are_refused),
         TU_TEST(schedules_drop_piecewise_and_warm_up),
         TU_TEST(decaying_schedules_follow_their_formulas),

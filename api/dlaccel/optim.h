@@ -300,6 +300,12 @@ DLA_API dla_status dla_l2_regularize(int n, dla_tensor *const *grads, dla_tensor
  *       threshold, every entry is scaled by threshold / L (L summed in
  *       double; the entries may mix single and double);
  *   "absolute-value": each element is clamped to [-threshold, threshold].
+ * Norms are taken of each entry divided by its largest magnitude, so a
+ * single gradient whose squares would overflow (elements past 1.8e19) or
+ * flush to 0 (below 1e-23) is still scaled to the threshold; an Inf
+ * element makes the norm Inf (finite elements scaled to 0, the Inf to
+ * NaN), a NaN one leaves the entries unscaled (with "global-l2norm" all
+ * of them), the NaN in place.
  * Done with ops (no read on the host), so it can be recorded in a trace.
  * threshold > 0 (an infinite one copies the gradients). */
 DLA_API dla_status dla_clip_gradients(int n, dla_tensor *const *grads, const char *method,
