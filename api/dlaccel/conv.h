@@ -106,7 +106,9 @@ DLA_API dla_tensor *dla_conv(dla_tensor *x, dla_tensor *weights, dla_tensor *bia
  *
  * Along spatial dim i the output has
  * (in - 1) * stride + dilation * (filter - 1) + 1 - crop_before - crop_after
- * elements (opts->padding holds the cropping, or padding_mode "same").
+ * elements (opts->padding holds the cropping, or padding_mode "same"),
+ * and 0 where in is 0 (an empty input gives an empty output, not a block
+ * of bias).
  * Labels, dtype, device, gradients, ownership and errors as dla_conv, with
  * "dla_transpconv" in the messages; DLA_ERR_SHAPE when the cropping leaves
  * no output. */
