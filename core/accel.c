@@ -1096,6 +1096,24 @@ DLA_API int dla_accel_occupancy(const dla_accel *af)
     return n;
 }
 
+/* MATLAB's Occupancy is a percentage of CacheSize (its example shows 2
+ * after one call with the default 50), not a count: until 2026-11-29
+ * dla_accel_describe showed the count there, 1 where MATLAB shows 2. */
+static double occupancy_percent_locked(const dla_accel *af)
+{
+    return 100.0 * (double)af->nentries / (double)af->cache_size;
+}
+
+DLA_API double dla_accel_occupancy_percent(const dla_accel *af)
+{
+    if (!af)
+        return 0.0;
+    pthread_mutex_lock(lock_of(af));
+    double p = occupancy_percent_locked(af);
+    pthread_mutex_unlock(lock_of(af));
+    return p;
+}
+
 DLA_API dla_status dla_accel_set_check_mode(dla_accel *af, const char *mode)
 {
     if (!af)
@@ -1166,11 +1184,11 @@ DLA_API int dla_accel_describe(const dla_accel *af, char *buf, size_t size)
                     "           Enabled: %d\n"
                     "         CacheSize: %d\n"
                     "           HitRate: %.4g\n"
-                    "         Occupancy: %d\n"
+                    "         Occupancy: %.4g\n"
                     "         CheckMode: '%s'\n"
                     "    CheckTolerance: %.4e\n",
-                    af->name, af->enabled, af->cache_size, hit_rate_locked(af), af->nentries,
-                    dla_accel_check_mode(af), af->check_tolerance);
+                    af->name, af->enabled, af->cache_size, hit_rate_locked(af),
+                    occupancy_percent_locked(af), dla_accel_check_mode(af), af->check_tolerance);
     pthread_mutex_unlock(lock_of(af));
     return n;
 }

@@ -108,6 +108,35 @@ static void test_defaults_and_the_matlab_property_display(void **state)
     dla_accel_free(af);
 }
 
+/* MATLAB's Occupancy is the percent of the cache in use: its example
+ * shows 2 after one dlfeval with the default CacheSize of 50, where
+ * dla_accel_describe showed the count, 1. The count stays what
+ * dla_accel_occupancy gives (dla_accel_trace indexes it). */
+static void test_occupancy_is_the_percent_of_the_cache_in_use_as_matlabs(void **state)
+{
+    counter c = {0, 2.0};
+    dla_accel *af = dla_accelerate(scaled_sum, &(dla_accel_options){.name = "modelLoss"});
+    dla_tensor *x = ones(3, 1), *y;
+    assert_int_equal(dla_accel_call(af, &c, 1, &x, 1, &y), DLA_OK);
+    dla_tensor_release(y);
+    assert_int_equal(dla_accel_occupancy(af), 1);
+    tu_assert_near(dla_accel_occupancy_percent(af), 2.0, 0.0);
+    char buf[512];
+    dla_accel_describe(af, buf, sizeof buf);
+    assert_non_null(strstr(buf, "         Occupancy: 2\n"));
+    assert_int_equal(dla_accel_set_cache_size(af, 3), DLA_OK);
+    dla_accel_describe(af, buf, sizeof buf);
+    assert_non_null(strstr(buf, "         Occupancy: 33.33\n"));
+    tu_assert_near(dla_accel_occupancy_percent(af), 100.0 / 3.0, 1e-12);
+    dla_accel_clear(af);
+    dla_accel_describe(af, buf, sizeof buf);
+    assert_non_null(strstr(buf, "         Occupancy: 0\n"));
+    tu_assert_near(dla_accel_occupancy_percent(af), 0.0, 0.0);
+    tu_assert_near(dla_accel_occupancy_percent(NULL), 0.0, 0.0);
+    dla_tensor_release(x);
+    dla_accel_free(af);
+}
+
 /* A NULL af is named as af, not as the setter's other argument (a good
  * size, mode or tolerance was blamed: "argument mode: "none"; use "none"
  * or "tolerance""). */
@@ -2757,6 +2786,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         TU_TEST(test_defaults_and_the_matlab_property_display),
+        TU_TEST(test_occupancy_is_the_percent_of_the_cache_in_use_as_matlabs),
         TU_TEST(test_a_null_af_is_named_by_the_setters),
         TU_TEST(test_second_call_hits_and_does_not_run_the_function),
         TU_TEST(test_disabled_runs_the_function_every_time),
