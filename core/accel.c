@@ -511,8 +511,8 @@ static void note_call(dla_accel *af, int miss, miss_kind kind)
 /* ------------------------------------------------------------- checking */
 
 /* Compares replayed outputs with eager ones; warns when they differ. */
-static void check_outputs(dla_accel *af, const dla__trace *t, int nout, dla_tensor **got,
-                          dla_tensor **want)
+static void check_outputs(dla_accel *af, void *ctx, const dla__trace *t, int nout,
+                          dla_tensor **got, dla_tensor **want)
 {
     for (int i = 0; i < nout; i++) {
         if (got[i]->status != DLA_OK || want[i]->status != DLA_OK)
@@ -590,6 +590,20 @@ static void check_outputs(dla_accel *af, const dla__trace *t, int nout, dla_tens
             } else if (t->data_dependent)
                 snprintf(cause, sizeof cause, "; the trace is data-dependent: %s",
                          t->data_dependent_note);
+            /* Neither: what is left is a non-tensor value read through
+             * ctx or a global and missing from the key, MATLAB's
+             * non-dlarray argument, which its key holds by value. Until
+             * 2026-11-29 this warning then named no cause at all. */
+            else if (!af->keyfn && !af->kind && ctx)
+                snprintf(cause, sizeof cause, "; the key holds the ctx pointer, not the values "
+                         "it points to (no dla_accel_options.key): a value the function reads "
+                         "through ctx (a scale, a flag) that changed since the trace was "
+                         "recorded is baked into it; give a key function that writes it");
+            else
+                snprintf(cause, sizeof cause, "; no constant or host read of the trace explains "
+                         "it: a non-tensor value the function reads (through ctx or a global) "
+                         "and that the key does not hold is baked into the trace; write it in "
+                         "the key (dla_accel_options.key)");
             snprintf(af->last_check, sizeof af->last_check,
                      "Accelerated outputs differ from underlying function outputs: output %d: "
                      "largest absolute difference %.6g, largest relative difference %.6g "
@@ -920,7 +934,7 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
             dla_rng_set(seed, after);
             if (es == DLA_OK) {
                 pthread_mutex_lock(&af->lock);
-                check_outputs(af, hit->trace, nout, out, want);
+                check_outputs(af, ctx, hit->trace, nout, out, want);
                 pthread_mutex_unlock(&af->lock);
             } else {
                 /* The replay's results stand; the check could not be made,

@@ -53,6 +53,13 @@ static size_t scale_key(void *ctx, void *buf, size_t size)
     return sizeof c->scale;
 }
 
+/* A key function that writes nothing (the scale left out by mistake). */
+static size_t empty_key(void *ctx, void *buf, size_t size)
+{
+    (void)ctx, (void)buf, (void)size;
+    return 0;
+}
+
 /* A model loss with gradients: loss = sum((W2 tanh(W1 x + b1) - t).^2). */
 static dla_status model_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
 {
@@ -953,6 +960,48 @@ static void test_the_tolerance_check_names_a_tensor_read_through_ctx(void **stat
     dla_accel_free(af);
     dla_tensor_release(w2);
     dla_tensor_release(w1);
+    dla_tensor_release(x);
+}
+
+/* A scale read through ctx, keyed by the ctx pointer alone (no key
+ * function): MATLAB's non-dlarray argument, which its key holds by value.
+ * The trace bakes no tensor and reads nothing on the host, and until
+ * 2026-11-29 the check's warning then named no cause at all. With a key
+ * function that writes the scale, the call records anew instead. */
+static void test_the_tolerance_check_names_a_ctx_value_missing_from_the_key(void **state)
+{
+    (void)state;
+    dla_tensor *x = dla_tensor_from_host((const float[]){1, 2, 3}, DLA_F32, "", DLA_DIMS(3));
+    dla_tensor *y;
+    counter c = {0, 2.0};
+    dla_accel *af = dla_accelerate(scaled_sum, &(dla_accel_options){.name = "scaledSum"});
+    dla_accel_set_check_mode(af, "tolerance");
+    assert_int_equal(dla_accel_call(af, &c, 1, &x, 1, &y), DLA_OK);
+    dla_tensor_release(y);
+    c.scale = 5.0; /* the same ctx pointer: a hit that replays 2 x */
+    assert_int_equal(dla_accel_call(af, &c, 1, &x, 1, &y), DLA_OK);
+    tu_assert_near(dla_tensor_item(y, 0), 12.0, 0);
+    dla_tensor_release(y);
+    const char *msg = dla_accel_last_check(af);
+    if (!strstr(msg, "largest absolute difference 18") ||
+        !strstr(msg, "the key holds the ctx pointer, not the values it points to (no "
+                "dla_accel_options.key)"))
+        fail_msg("the check says: %s", msg);
+    dla_accel_free(af);
+    /* A key function that leaves the scale out: the generic cause. */
+    af = dla_accelerate(scaled_sum, &(dla_accel_options){.name = "scaledSum", .key = empty_key});
+    dla_accel_set_check_mode(af, "tolerance");
+    c.scale = 2.0;
+    assert_int_equal(dla_accel_call(af, &c, 1, &x, 1, &y), DLA_OK);
+    dla_tensor_release(y);
+    c.scale = 5.0;
+    assert_int_equal(dla_accel_call(af, &c, 1, &x, 1, &y), DLA_OK);
+    dla_tensor_release(y);
+    msg = dla_accel_last_check(af);
+    if (!strstr(msg, "a non-tensor value the function reads (through ctx or a global) and that "
+                "the key does not hold"))
+        fail_msg("the check says: %s", msg);
+    dla_accel_free(af);
     dla_tensor_release(x);
 }
 
@@ -2811,6 +2860,7 @@ int main(void)
         TU_TEST(test_noise_like_a_traced_tensor_is_an_rng_slot_equal_to_eager),
         TU_TEST(test_noise_from_the_host_is_baked_and_tolerance_check_warns),
         TU_TEST(test_the_tolerance_check_names_a_tensor_read_through_ctx),
+        TU_TEST(test_the_tolerance_check_names_a_ctx_value_missing_from_the_key),
         TU_TEST(test_the_tolerance_check_sees_an_infinity_on_one_side),
         TU_TEST(test_the_tolerance_check_covers_many_outputs),
         TU_TEST(test_an_accelerated_feval_inside_dla_feval_lets_no_gradient_through),
