@@ -818,6 +818,15 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
     /* Disabled, or inside another recording (then the ops go inline into
      * that trace): the function itself. */
     if (!dla_accel_enabled(af) || dla__trace_recording()) {
+        /* Not served by a trace, and not counted: the reason says so
+         * (until 2026-11-29 it kept the last counted call's, "" after a
+         * hit, which reads "served by a trace"). */
+        pthread_mutex_lock(&af->lock);
+        snprintf(af->last_miss, sizeof af->last_miss, "%s",
+                 !dla_accel_enabled(af) ? "Enabled is false: the function ran itself"
+                                        : "called while another accelerated function records: "
+                                          "the function ran inline, into that trace");
+        pthread_mutex_unlock(&af->lock);
         st = run_eager(af, ctx, grad, nin, in, nout, out);
         for (int i = 0; i < nout; i++)
             out[i] = dla__return(out[i]);

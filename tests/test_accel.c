@@ -1365,6 +1365,36 @@ static void test_an_accelerated_function_inside_another_works(void **state)
     dla_accel_free(inner_af);
 }
 
+/* A call that runs the function itself (Enabled false, or inline in
+ * another recording) is no hit: its last miss says why, where it kept the
+ * last counted call's ("" after a hit, which reads "served by a trace"). */
+static void test_a_call_that_runs_the_function_itself_says_why(void **state)
+{
+    counter c = {0, 2.0};
+    dla_accel *af = dla_accelerate(scaled_sum, NULL);
+    dla_scope_begin();
+    dla_tensor *x = ones(2, 3), *y;
+    assert_int_equal(dla_accel_call(af, &c, 1, &x, 1, &y), DLA_OK);
+    assert_int_equal(dla_accel_call(af, &c, 1, &x, 1, &y), DLA_OK);
+    assert_string_equal(dla_accel_last_miss(af), ""); /* a hit */
+    dla_accel_set_enabled(af, 0);
+    assert_int_equal(dla_accel_call(af, &c, 1, &x, 1, &y), DLA_OK);
+    assert_string_equal(dla_accel_last_miss(af), "Enabled is false: the function ran itself");
+    assert_true(dla_accel_hit_rate(af) == 50.0); /* not counted */
+    dla_accel_set_enabled(af, 1);
+    assert_int_equal(dla_accel_call(af, &c, 1, &x, 1, &y), DLA_OK);
+    assert_string_equal(dla_accel_last_miss(af), "");
+    /* Inline, in the recording of another: the inner one had hit before. */
+    inner_af = af;
+    dla_accel *outer = dla_accelerate(outer_fun, NULL);
+    assert_int_equal(dla_accel_call(outer, &c, 1, &x, 1, &y), DLA_OK);
+    if (!strstr(dla_accel_last_miss(af), "called while another accelerated function records"))
+        fail_msg("the inner last miss says: \"%s\"", dla_accel_last_miss(af));
+    dla_scope_end();
+    dla_accel_free(outer);
+    dla_accel_free(af);
+}
+
 typedef struct worker {
     dla_accel *af;
     int ok;
@@ -2876,6 +2906,7 @@ int main(void)
         TU_TEST(test_a_check_whose_eager_run_fails_says_it_was_not_made),
         TU_TEST(test_a_host_read_while_recording_marks_the_trace_data_dependent),
         TU_TEST(test_an_accelerated_function_inside_another_works),
+        TU_TEST(test_a_call_that_runs_the_function_itself_says_why),
         TU_TEST(test_one_accelerated_function_serves_several_threads),
         TU_TEST(test_a_trace_recorded_on_one_device_replays_on_another),
         TU_TEST(test_the_current_device_is_in_the_key_and_replays_keep_eagers_devices),

@@ -194,8 +194,11 @@ DLA_API void dla_accel_clear(dla_accel *af);
 /* Why the last call was not served by a trace ("first call", "input 2 dims
  * 28x28x1x128 -> 28x28x1x64", "ctx (dla_net) structure changed (...)",
  * "constant 1 (16x2 single), made outside the function and baked into its
- * trace, is held only by the trace now: ..."); "" when it was. Valid until the next call
- * on af from any thread. Also logged at DLACCEL_LOG=info. */
+ * trace, is held only by the trace now: ...", "Enabled is false: the
+ * function ran itself", "called while another accelerated function
+ * records: ..."); "" when it was. Valid until the next call on af from
+ * any thread. Also logged at DLACCEL_LOG=info (the uncounted calls of the
+ * last two reasons are not). */
 DLA_API const char *dla_accel_last_miss(const dla_accel *af);
 /* The message of the last failed check ("" when none failed). */
 DLA_API const char *dla_accel_last_check(const dla_accel *af);
