@@ -80,7 +80,8 @@ typedef enum miss_kind {
 } miss_kind;
 
 static const char *const miss_names[] = {
-    "first call", "gradient mode", "number of inputs", "number of outputs", "ctx structure",
+    "first call", "gradient mode", "number of inputs", "number of outputs",
+    "ctx key (its structure or a value it writes)",
     "input dtype", "input dims", "input format", "input device", "same tensor in two places",
     "input layout", "current device",
     "non-tensor input values", "trace evicted", "stale constant",
@@ -311,8 +312,16 @@ static miss_kind key_diff(const dla_accel *af, const key *old, const key *new, c
         return MISS_NOUT;
     }
     if (old->nstruct != new->nstruct || memcmp(old->bytes, new->bytes, new->nstruct)) {
-        snprintf(why, size, "ctx (%s) structure changed (%zu -> %zu bytes of its key: the "
-                 "architecture or a parameter size)", kind, old->nstruct, new->nstruct);
+        /* The kind's key holds the structure and, for a struct of one's
+         * own, the non-tensor values it writes after it (a learning rate):
+         * until 2026-11-29 a changed value read "structure changed (8 -> 8
+         * bytes of its key: the architecture or a parameter size)". */
+        size_t at = 0;
+        while (at < old->nstruct && at < new->nstruct && old->bytes[at] == new->bytes[at])
+            at++;
+        snprintf(why, size, "ctx (%s) key changed (%zu -> %zu bytes, first difference at byte "
+                 "%zu): its structure (a network's architecture or a parameter size) or a "
+                 "non-tensor value the kind's key writes", kind, old->nstruct, new->nstruct, at);
         return MISS_STRUCTURE;
     }
     if (old->nin != new->nin) {

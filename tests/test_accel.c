@@ -1537,7 +1537,7 @@ static void test_a_network_as_ctx_trains_through_an_accelerated_loss_as_eagerly(
     /* Another architecture (6 hidden units) is a miss, with the reason. */
     dla_net *narrow = regression_net(6, 3);
     assert_int_equal(dla_accel_feval(acc, narrow, 2, (dla_tensor *[]){x, t}, 1 + nl, out), DLA_OK);
-    assert_non_null(strstr(dla_accel_last_miss(acc), "ctx (dla_net) structure changed"));
+    assert_non_null(strstr(dla_accel_last_miss(acc), "ctx (dla_net) key changed ("));
     assert_int_equal(dla_accel_occupancy(acc), 2);
     assert_int_equal(dla_feval(net_loss, narrow, 2, (dla_tensor *[]){x, t}, 1 + nl, ref), DLA_OK);
     assert_true(tu_close(dla_tensor_item(out[0], 0), dla_tensor_item(ref[0], 0), 1e-5));
@@ -1559,6 +1559,60 @@ static void test_a_network_as_ctx_trains_through_an_accelerated_loss_as_eagerly(
     dla_accel_free(acc);
     dla_net_free(fast);
     dla_net_free(slow);
+}
+
+/* A kind of one's own whose key writes a value (a scale) after the
+ * structure, as accel.h tells: a changed value misses naming where the
+ * key's bytes first differ, not as a changed architecture ("structure
+ * changed (8 -> 8 bytes of its key: the architecture or a parameter
+ * size)"). */
+typedef struct scaled_input {
+    dla_tensor *w;
+    double scale;
+} scaled_input;
+
+static int scaled_input_tensors(void *value, int cap, dla_tensor **tensors)
+{
+    if (cap >= 1)
+        tensors[0] = ((scaled_input *)value)->w;
+    return 1;
+}
+
+static size_t scaled_input_key(void *value, void *buf, size_t size)
+{
+    if (size >= sizeof(double))
+        memcpy(buf, &((scaled_input *)value)->scale, sizeof(double));
+    return sizeof(double);
+}
+
+static dla_status scaled_by_w(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    scaled_input *s = ctx;
+    out[0] = dla_affine(dla_mul(in[0], s->w), s->scale, 0.0);
+    return DLA_OK;
+}
+
+static void test_a_value_in_a_kinds_key_misses_as_a_value(void **state)
+{
+    (void)state;
+    static const dla_accel_kind kind = {"scaled_input", scaled_input_tensors, scaled_input_key};
+    dla_tensor *x = ones(2, 1), *y;
+    scaled_input s = {ones(2, 1), 2.0};
+    dla_accel *acc = dla_accelerate(scaled_by_w, &(dla_accel_options){.ctx_kind = &kind});
+    assert_int_equal(dla_accel_call(acc, &s, 1, &x, 1, &y), DLA_OK);
+    dla_tensor_release(y);
+    s.scale = 3.0;
+    assert_int_equal(dla_accel_call(acc, &s, 1, &x, 1, &y), DLA_OK);
+    tu_assert_near(dla_tensor_item(y, 0), 3.0, 0);
+    dla_tensor_release(y);
+    const char *why = dla_accel_last_miss(acc);
+    if (!strstr(why, "ctx (scaled_input) key changed (8 -> 8 bytes, first difference at byte ") ||
+        !strstr(why, "or a non-tensor value the kind's key writes"))
+        fail_msg("the miss says: %s", why);
+    dla_accel_free(acc);
+    dla_tensor_release(s.w);
+    dla_tensor_release(x);
 }
 
 /* A struct of one's own: a network and a scale the function reads. Its
@@ -2914,6 +2968,7 @@ int main(void)
         TU_TEST(test_a_saved_trace_keeps_a_constant_on_the_device_it_was_made_on),
         TU_TEST(test_a_network_as_ctx_trains_through_an_accelerated_loss_as_eagerly),
         TU_TEST(test_a_struct_with_a_network_and_a_scalar_keys_on_the_scalars_value),
+        TU_TEST(test_a_value_in_a_kinds_key_misses_as_a_value),
         TU_TEST(test_a_gradient_of_a_baked_tensor_is_refused_naming_it),
         TU_TEST(test_a_tensor_passed_in_and_read_through_ctx_is_a_constant_there),
         TU_TEST(test_an_input_returned_unchanged_is_the_callers_tensor),

@@ -192,7 +192,7 @@ DLA_API double dla_accel_check_tolerance(const dla_accel *af);
 DLA_API void dla_accel_clear(dla_accel *af);
 
 /* Why the last call was not served by a trace ("first call", "input 2 dims
- * 28x28x1x128 -> 28x28x1x64", "ctx (dla_net) structure changed (...)",
+ * 28x28x1x128 -> 28x28x1x64", "ctx (dla_net) key changed (...)",
  * "constant 1 (16x2 single), made outside the function and baked into its
  * trace, is held only by the trace now: ...", "Enabled is false: the
  * function ran itself", "called while another accelerated function
