@@ -238,7 +238,7 @@ DLA_API dla_status dla_trace_replay(dla_trace *t, int nin, dla_tensor *const *in
 DLA_API dla_status dla_trace_print(const dla_trace *t, FILE *f);
 
 /* Saves t to path in the trace file format (docs/trace-format.md, format
- * 1.1): each op by its registered name with its attributes, every value's
+ * 1.3): each op by its registered name with its attributes, every value's
  * dtype, dims and format, the constants' data (copied from their device to
  * the host now), the outputs and the diagnostics (data-dependent reads).
  * The file is written under a temporary name and renamed over path, so
