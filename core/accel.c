@@ -80,7 +80,8 @@ typedef enum miss_kind {
 } miss_kind;
 
 static const char *const miss_names[] = {
-    "first call", "gradient mode", "number of inputs", "number of outputs", "ctx structure",
+    "first call", "gradient mode", "number of inputs", "number of outputs",
+    "ctx key (its structure or a value it writes)",
     "input dtype", "input dims", "input format", "input device", "same tensor in two places",
     "input layout", "current device",
     "non-tensor input values", "trace evicted", "stale constant",
@@ -311,8 +312,16 @@ static miss_kind key_diff(const dla_accel *af, const key *old, const key *new, c
         return MISS_NOUT;
     }
     if (old->nstruct != new->nstruct || memcmp(old->bytes, new->bytes, new->nstruct)) {
-        snprintf(why, size, "ctx (%s) structure changed (%zu -> %zu bytes of its key: the "
-                 "architecture or a parameter size)", kind, old->nstruct, new->nstruct);
+        /* The kind's key holds the structure and, for a struct of one's
+         * own, the non-tensor values it writes after it (a learning rate):
+         * until 2026-11-29 a changed value read "structure changed (8 -> 8
+         * bytes of its key: the architecture or a parameter size)". */
+        size_t at = 0;
+        while (at < old->nstruct && at < new->nstruct && old->bytes[at] == new->bytes[at])
+            at++;
+        snprintf(why, size, "ctx (%s) key changed (%zu -> %zu bytes, first difference at byte "
+                 "%zu): its structure (a network's architecture or a parameter size) or a "
+                 "non-tensor value the kind's key writes", kind, old->nstruct, new->nstruct, at);
         return MISS_STRUCTURE;
     }
     if (old->nin != new->nin) {
@@ -511,8 +520,8 @@ static void note_call(dla_accel *af, int miss, miss_kind kind)
 /* ------------------------------------------------------------- checking */
 
 /* Compares replayed outputs with eager ones; warns when they differ. */
-static void check_outputs(dla_accel *af, const dla__trace *t, int nout, dla_tensor **got,
-                          dla_tensor **want)
+static void check_outputs(dla_accel *af, void *ctx, const dla__trace *t, int nout,
+                          dla_tensor **got, dla_tensor **want)
 {
     for (int i = 0; i < nout; i++) {
         if (got[i]->status != DLA_OK || want[i]->status != DLA_OK)
@@ -590,6 +599,20 @@ static void check_outputs(dla_accel *af, const dla__trace *t, int nout, dla_tens
             } else if (t->data_dependent)
                 snprintf(cause, sizeof cause, "; the trace is data-dependent: %s",
                          t->data_dependent_note);
+            /* Neither: what is left is a non-tensor value read through
+             * ctx or a global and missing from the key, MATLAB's
+             * non-dlarray argument, which its key holds by value. Until
+             * 2026-11-29 this warning then named no cause at all. */
+            else if (!af->keyfn && !af->kind && ctx)
+                snprintf(cause, sizeof cause, "; the key holds the ctx pointer, not the values "
+                         "it points to (no dla_accel_options.key): a value the function reads "
+                         "through ctx (a scale, a flag) that changed since the trace was "
+                         "recorded is baked into it; give a key function that writes it");
+            else
+                snprintf(cause, sizeof cause, "; no constant or host read of the trace explains "
+                         "it: a non-tensor value the function reads (through ctx or a global) "
+                         "and that the key does not hold is baked into the trace; write it in "
+                         "the key (dla_accel_options.key)");
             snprintf(af->last_check, sizeof af->last_check,
                      "Accelerated outputs differ from underlying function outputs: output %d: "
                      "largest absolute difference %.6g, largest relative difference %.6g "
@@ -804,6 +827,15 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
     /* Disabled, or inside another recording (then the ops go inline into
      * that trace): the function itself. */
     if (!dla_accel_enabled(af) || dla__trace_recording()) {
+        /* Not served by a trace, and not counted: the reason says so
+         * (until 2026-11-29 it kept the last counted call's, "" after a
+         * hit, which reads "served by a trace"). */
+        pthread_mutex_lock(&af->lock);
+        snprintf(af->last_miss, sizeof af->last_miss, "%s",
+                 !dla_accel_enabled(af) ? "Enabled is false: the function ran itself"
+                                        : "called while another accelerated function records: "
+                                          "the function ran inline, into that trace");
+        pthread_mutex_unlock(&af->lock);
         st = run_eager(af, ctx, grad, nin, in, nout, out);
         for (int i = 0; i < nout; i++)
             out[i] = dla__return(out[i]);
@@ -920,7 +952,7 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
             dla_rng_set(seed, after);
             if (es == DLA_OK) {
                 pthread_mutex_lock(&af->lock);
-                check_outputs(af, hit->trace, nout, out, want);
+                check_outputs(af, ctx, hit->trace, nout, out, want);
                 pthread_mutex_unlock(&af->lock);
             } else {
                 /* The replay's results stand; the check could not be made,
@@ -1096,6 +1128,24 @@ DLA_API int dla_accel_occupancy(const dla_accel *af)
     return n;
 }
 
+/* MATLAB's Occupancy is a percentage of CacheSize (its example shows 2
+ * after one call with the default 50), not a count: until 2026-11-29
+ * dla_accel_describe showed the count there, 1 where MATLAB shows 2. */
+static double occupancy_percent_locked(const dla_accel *af)
+{
+    return 100.0 * (double)af->nentries / (double)af->cache_size;
+}
+
+DLA_API double dla_accel_occupancy_percent(const dla_accel *af)
+{
+    if (!af)
+        return 0.0;
+    pthread_mutex_lock(lock_of(af));
+    double p = occupancy_percent_locked(af);
+    pthread_mutex_unlock(lock_of(af));
+    return p;
+}
+
 DLA_API dla_status dla_accel_set_check_mode(dla_accel *af, const char *mode)
 {
     if (!af)
@@ -1166,11 +1216,11 @@ DLA_API int dla_accel_describe(const dla_accel *af, char *buf, size_t size)
                     "           Enabled: %d\n"
                     "         CacheSize: %d\n"
                     "           HitRate: %.4g\n"
-                    "         Occupancy: %d\n"
+                    "         Occupancy: %.4g\n"
                     "         CheckMode: '%s'\n"
                     "    CheckTolerance: %.4e\n",
-                    af->name, af->enabled, af->cache_size, hit_rate_locked(af), af->nentries,
-                    dla_accel_check_mode(af), af->check_tolerance);
+                    af->name, af->enabled, af->cache_size, hit_rate_locked(af),
+                    occupancy_percent_locked(af), dla_accel_check_mode(af), af->check_tolerance);
     pthread_mutex_unlock(lock_of(af));
     return n;
 }

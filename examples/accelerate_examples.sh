@@ -30,14 +30,14 @@ check 1 "accelerate_check: the tolerance check warns for baked noise, not for an
 status=$?
 [ -s "$tmp/loss.dlt" ] || { echo "# no trace file"; status=1; }
 check 2 "accelerate_loss: trains from one trace, saves it and prints it" \
-    "iteration 200: loss" "Function: @modelLoss" "HitRate: 99.5" "Occupancy: 1" \
+    "iteration 200: loss" "Function: @modelLoss" "HitRate: 99.5" "Occupancy: 2" \
     "miss (input 5 dims 2x128 -> 2x64); Occupancy 2" "loaded back:" \
     "trace: 7 inputs, 5 outputs" "dla_crossentropy"
 
 "$ex/accelerate_net" >"$tmp/out" 2>&1
 status=$?
 check 3 "accelerate_net: modelLoss(net, X, T) with the network as ctx trains as eagerly" \
-    "iteration 200: loss" "Function: @modelLoss" "HitRate: 99.5" "Occupancy: 1" \
+    "iteration 200: loss" "Function: @modelLoss" "HitRate: 99.5" "Occupancy: 2" \
     "without the ctx kind: invalid argument" "dla_gradient: argument wrt[0] (16x2 single)" \
     "Pass it as a tensor input"
 

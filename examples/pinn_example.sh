@@ -22,7 +22,7 @@ for case in "1 1500 - 0.05" "2 3000 - 0.05" "1 - --lbfgs 0.001" "2 - --lbfgs 0.0
     dims=$1 its=$2 mode=$3 bound=$4
     if [ "$mode" = - ]; then
         args="--iterations $its"
-        patterns="iteration $its: loss|Function: @modelLoss|Occupancy: 1|time per iteration"
+        patterns="iteration $its: loss|Function: @modelLoss|Occupancy: 2|time per iteration"
         what="pinn --dims $dims trains a Poisson problem to within $bound through an accelerated loss"
     else
         args="$mode"

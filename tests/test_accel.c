@@ -53,6 +53,13 @@ static size_t scale_key(void *ctx, void *buf, size_t size)
     return sizeof c->scale;
 }
 
+/* A key function that writes nothing (the scale left out by mistake). */
+static size_t empty_key(void *ctx, void *buf, size_t size)
+{
+    (void)ctx, (void)buf, (void)size;
+    return 0;
+}
+
 /* A model loss with gradients: loss = sum((W2 tanh(W1 x + b1) - t).^2). */
 static dla_status model_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
 {
@@ -105,6 +112,35 @@ static void test_defaults_and_the_matlab_property_display(void **state)
     assert_int_equal(dla_accel_set_check_mode(af, "sometimes"), DLA_ERR_INVALID_ARGUMENT);
     assert_int_equal(dla_accel_set_cache_size(af, 0), DLA_ERR_INVALID_ARGUMENT);
     assert_int_equal(dla_accel_set_check_tolerance(af, -1), DLA_ERR_INVALID_ARGUMENT);
+    dla_accel_free(af);
+}
+
+/* MATLAB's Occupancy is the percent of the cache in use: its example
+ * shows 2 after one dlfeval with the default CacheSize of 50, where
+ * dla_accel_describe showed the count, 1. The count stays what
+ * dla_accel_occupancy gives (dla_accel_trace indexes it). */
+static void test_occupancy_is_the_percent_of_the_cache_in_use_as_matlabs(void **state)
+{
+    counter c = {0, 2.0};
+    dla_accel *af = dla_accelerate(scaled_sum, &(dla_accel_options){.name = "modelLoss"});
+    dla_tensor *x = ones(3, 1), *y;
+    assert_int_equal(dla_accel_call(af, &c, 1, &x, 1, &y), DLA_OK);
+    dla_tensor_release(y);
+    assert_int_equal(dla_accel_occupancy(af), 1);
+    tu_assert_near(dla_accel_occupancy_percent(af), 2.0, 0.0);
+    char buf[512];
+    dla_accel_describe(af, buf, sizeof buf);
+    assert_non_null(strstr(buf, "         Occupancy: 2\n"));
+    assert_int_equal(dla_accel_set_cache_size(af, 3), DLA_OK);
+    dla_accel_describe(af, buf, sizeof buf);
+    assert_non_null(strstr(buf, "         Occupancy: 33.33\n"));
+    tu_assert_near(dla_accel_occupancy_percent(af), 100.0 / 3.0, 1e-12);
+    dla_accel_clear(af);
+    dla_accel_describe(af, buf, sizeof buf);
+    assert_non_null(strstr(buf, "         Occupancy: 0\n"));
+    tu_assert_near(dla_accel_occupancy_percent(af), 0.0, 0.0);
+    tu_assert_near(dla_accel_occupancy_percent(NULL), 0.0, 0.0);
+    dla_tensor_release(x);
     dla_accel_free(af);
 }
 
@@ -927,6 +963,48 @@ static void test_the_tolerance_check_names_a_tensor_read_through_ctx(void **stat
     dla_tensor_release(x);
 }
 
+/* A scale read through ctx, keyed by the ctx pointer alone (no key
+ * function): MATLAB's non-dlarray argument, which its key holds by value.
+ * The trace bakes no tensor and reads nothing on the host, and until
+ * 2026-11-29 the check's warning then named no cause at all. With a key
+ * function that writes the scale, the call records anew instead. */
+static void test_the_tolerance_check_names_a_ctx_value_missing_from_the_key(void **state)
+{
+    (void)state;
+    dla_tensor *x = dla_tensor_from_host((const float[]){1, 2, 3}, DLA_F32, "", DLA_DIMS(3));
+    dla_tensor *y;
+    counter c = {0, 2.0};
+    dla_accel *af = dla_accelerate(scaled_sum, &(dla_accel_options){.name = "scaledSum"});
+    dla_accel_set_check_mode(af, "tolerance");
+    assert_int_equal(dla_accel_call(af, &c, 1, &x, 1, &y), DLA_OK);
+    dla_tensor_release(y);
+    c.scale = 5.0; /* the same ctx pointer: a hit that replays 2 x */
+    assert_int_equal(dla_accel_call(af, &c, 1, &x, 1, &y), DLA_OK);
+    tu_assert_near(dla_tensor_item(y, 0), 12.0, 0);
+    dla_tensor_release(y);
+    const char *msg = dla_accel_last_check(af);
+    if (!strstr(msg, "largest absolute difference 18") ||
+        !strstr(msg, "the key holds the ctx pointer, not the values it points to (no "
+                "dla_accel_options.key)"))
+        fail_msg("the check says: %s", msg);
+    dla_accel_free(af);
+    /* A key function that leaves the scale out: the generic cause. */
+    af = dla_accelerate(scaled_sum, &(dla_accel_options){.name = "scaledSum", .key = empty_key});
+    dla_accel_set_check_mode(af, "tolerance");
+    c.scale = 2.0;
+    assert_int_equal(dla_accel_call(af, &c, 1, &x, 1, &y), DLA_OK);
+    dla_tensor_release(y);
+    c.scale = 5.0;
+    assert_int_equal(dla_accel_call(af, &c, 1, &x, 1, &y), DLA_OK);
+    dla_tensor_release(y);
+    msg = dla_accel_last_check(af);
+    if (!strstr(msg, "a non-tensor value the function reads (through ctx or a global) and that "
+                "the key does not hold"))
+        fail_msg("the check says: %s", msg);
+    dla_accel_free(af);
+    dla_tensor_release(x);
+}
+
 static void test_noise_from_the_host_is_baked_and_tolerance_check_warns(void **state)
 {
     dla_scope_begin();
@@ -1287,6 +1365,36 @@ static void test_an_accelerated_function_inside_another_works(void **state)
     dla_accel_free(inner_af);
 }
 
+/* A call that runs the function itself (Enabled false, or inline in
+ * another recording) is no hit: its last miss says why, where it kept the
+ * last counted call's ("" after a hit, which reads "served by a trace"). */
+static void test_a_call_that_runs_the_function_itself_says_why(void **state)
+{
+    counter c = {0, 2.0};
+    dla_accel *af = dla_accelerate(scaled_sum, NULL);
+    dla_scope_begin();
+    dla_tensor *x = ones(2, 3), *y;
+    assert_int_equal(dla_accel_call(af, &c, 1, &x, 1, &y), DLA_OK);
+    assert_int_equal(dla_accel_call(af, &c, 1, &x, 1, &y), DLA_OK);
+    assert_string_equal(dla_accel_last_miss(af), ""); /* a hit */
+    dla_accel_set_enabled(af, 0);
+    assert_int_equal(dla_accel_call(af, &c, 1, &x, 1, &y), DLA_OK);
+    assert_string_equal(dla_accel_last_miss(af), "Enabled is false: the function ran itself");
+    assert_true(dla_accel_hit_rate(af) == 50.0); /* not counted */
+    dla_accel_set_enabled(af, 1);
+    assert_int_equal(dla_accel_call(af, &c, 1, &x, 1, &y), DLA_OK);
+    assert_string_equal(dla_accel_last_miss(af), "");
+    /* Inline, in the recording of another: the inner one had hit before. */
+    inner_af = af;
+    dla_accel *outer = dla_accelerate(outer_fun, NULL);
+    assert_int_equal(dla_accel_call(outer, &c, 1, &x, 1, &y), DLA_OK);
+    if (!strstr(dla_accel_last_miss(af), "called while another accelerated function records"))
+        fail_msg("the inner last miss says: \"%s\"", dla_accel_last_miss(af));
+    dla_scope_end();
+    dla_accel_free(outer);
+    dla_accel_free(af);
+}
+
 typedef struct worker {
     dla_accel *af;
     int ok;
@@ -1429,7 +1537,7 @@ static void test_a_network_as_ctx_trains_through_an_accelerated_loss_as_eagerly(
     /* Another architecture (6 hidden units) is a miss, with the reason. */
     dla_net *narrow = regression_net(6, 3);
     assert_int_equal(dla_accel_feval(acc, narrow, 2, (dla_tensor *[]){x, t}, 1 + nl, out), DLA_OK);
-    assert_non_null(strstr(dla_accel_last_miss(acc), "ctx (dla_net) structure changed"));
+    assert_non_null(strstr(dla_accel_last_miss(acc), "ctx (dla_net) key changed ("));
     assert_int_equal(dla_accel_occupancy(acc), 2);
     assert_int_equal(dla_feval(net_loss, narrow, 2, (dla_tensor *[]){x, t}, 1 + nl, ref), DLA_OK);
     assert_true(tu_close(dla_tensor_item(out[0], 0), dla_tensor_item(ref[0], 0), 1e-5));
@@ -1451,6 +1559,60 @@ static void test_a_network_as_ctx_trains_through_an_accelerated_loss_as_eagerly(
     dla_accel_free(acc);
     dla_net_free(fast);
     dla_net_free(slow);
+}
+
+/* A kind of one's own whose key writes a value (a scale) after the
+ * structure, as accel.h tells: a changed value misses naming where the
+ * key's bytes first differ, not as a changed architecture ("structure
+ * changed (8 -> 8 bytes of its key: the architecture or a parameter
+ * size)"). */
+typedef struct scaled_input {
+    dla_tensor *w;
+    double scale;
+} scaled_input;
+
+static int scaled_input_tensors(void *value, int cap, dla_tensor **tensors)
+{
+    if (cap >= 1)
+        tensors[0] = ((scaled_input *)value)->w;
+    return 1;
+}
+
+static size_t scaled_input_key(void *value, void *buf, size_t size)
+{
+    if (size >= sizeof(double))
+        memcpy(buf, &((scaled_input *)value)->scale, sizeof(double));
+    return sizeof(double);
+}
+
+static dla_status scaled_by_w(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    scaled_input *s = ctx;
+    out[0] = dla_affine(dla_mul(in[0], s->w), s->scale, 0.0);
+    return DLA_OK;
+}
+
+static void test_a_value_in_a_kinds_key_misses_as_a_value(void **state)
+{
+    (void)state;
+    static const dla_accel_kind kind = {"scaled_input", scaled_input_tensors, scaled_input_key};
+    dla_tensor *x = ones(2, 1), *y;
+    scaled_input s = {ones(2, 1), 2.0};
+    dla_accel *acc = dla_accelerate(scaled_by_w, &(dla_accel_options){.ctx_kind = &kind});
+    assert_int_equal(dla_accel_call(acc, &s, 1, &x, 1, &y), DLA_OK);
+    dla_tensor_release(y);
+    s.scale = 3.0;
+    assert_int_equal(dla_accel_call(acc, &s, 1, &x, 1, &y), DLA_OK);
+    tu_assert_near(dla_tensor_item(y, 0), 3.0, 0);
+    dla_tensor_release(y);
+    const char *why = dla_accel_last_miss(acc);
+    if (!strstr(why, "ctx (scaled_input) key changed (8 -> 8 bytes, first difference at byte ") ||
+        !strstr(why, "or a non-tensor value the kind's key writes"))
+        fail_msg("the miss says: %s", why);
+    dla_accel_free(acc);
+    dla_tensor_release(s.w);
+    dla_tensor_release(x);
 }
 
 /* A struct of one's own: a network and a scale the function reads. Its
@@ -2757,6 +2919,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         TU_TEST(test_defaults_and_the_matlab_property_display),
+        TU_TEST(test_occupancy_is_the_percent_of_the_cache_in_use_as_matlabs),
         TU_TEST(test_a_null_af_is_named_by_the_setters),
         TU_TEST(test_second_call_hits_and_does_not_run_the_function),
         TU_TEST(test_disabled_runs_the_function_every_time),
@@ -2781,6 +2944,7 @@ int main(void)
         TU_TEST(test_noise_like_a_traced_tensor_is_an_rng_slot_equal_to_eager),
         TU_TEST(test_noise_from_the_host_is_baked_and_tolerance_check_warns),
         TU_TEST(test_the_tolerance_check_names_a_tensor_read_through_ctx),
+        TU_TEST(test_the_tolerance_check_names_a_ctx_value_missing_from_the_key),
         TU_TEST(test_the_tolerance_check_sees_an_infinity_on_one_side),
         TU_TEST(test_the_tolerance_check_covers_many_outputs),
         TU_TEST(test_an_accelerated_feval_inside_dla_feval_lets_no_gradient_through),
@@ -2796,6 +2960,7 @@ int main(void)
         TU_TEST(test_a_check_whose_eager_run_fails_says_it_was_not_made),
         TU_TEST(test_a_host_read_while_recording_marks_the_trace_data_dependent),
         TU_TEST(test_an_accelerated_function_inside_another_works),
+        TU_TEST(test_a_call_that_runs_the_function_itself_says_why),
         TU_TEST(test_one_accelerated_function_serves_several_threads),
         TU_TEST(test_a_trace_recorded_on_one_device_replays_on_another),
         TU_TEST(test_the_current_device_is_in_the_key_and_replays_keep_eagers_devices),
@@ -2803,6 +2968,7 @@ int main(void)
         TU_TEST(test_a_saved_trace_keeps_a_constant_on_the_device_it_was_made_on),
         TU_TEST(test_a_network_as_ctx_trains_through_an_accelerated_loss_as_eagerly),
         TU_TEST(test_a_struct_with_a_network_and_a_scalar_keys_on_the_scalars_value),
+        TU_TEST(test_a_value_in_a_kinds_key_misses_as_a_value),
         TU_TEST(test_a_gradient_of_a_baked_tensor_is_refused_naming_it),
         TU_TEST(test_a_tensor_passed_in_and_read_through_ctx_is_a_constant_there),
         TU_TEST(test_an_input_returned_unchanged_is_the_callers_tensor),

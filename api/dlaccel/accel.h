@@ -169,8 +169,14 @@ DLA_API int dla_accel_cache_size(const dla_accel *af);
  * This, Occupancy and dla_accel_describe may be read while other threads
  * call af (they read under its lock). */
 DLA_API double dla_accel_hit_rate(const dla_accel *af);
-/* Traces held now. */
+/* Traces held now: a count (0 .. CacheSize), which dla_accel_trace and
+ * dla_accel_print_trace index. */
 DLA_API int dla_accel_occupancy(const dla_accel *af);
+/* MATLAB's Occupancy: the percent of the cache in use, 100 x traces held
+ * / CacheSize (one trace in the default cache of 50 is 2, as MATLAB's
+ * example shows after its first dlfeval). dla_accel_describe shows this
+ * one. 0 for a NULL af. */
+DLA_API double dla_accel_occupancy_percent(const dla_accel *af);
 /* "none" or "tolerance": with "tolerance", every call served by a trace
  * also runs fn and warns (DLACCEL_LOG warn) "Accelerated outputs differ
  * from underlying function outputs", naming the output and the largest
@@ -186,15 +192,18 @@ DLA_API double dla_accel_check_tolerance(const dla_accel *af);
 DLA_API void dla_accel_clear(dla_accel *af);
 
 /* Why the last call was not served by a trace ("first call", "input 2 dims
- * 28x28x1x128 -> 28x28x1x64", "ctx (dla_net) structure changed (...)",
+ * 28x28x1x128 -> 28x28x1x64", "ctx (dla_net) key changed (...)",
  * "constant 1 (16x2 single), made outside the function and baked into its
- * trace, is held only by the trace now: ..."); "" when it was. Valid until the next call
- * on af from any thread. Also logged at DLACCEL_LOG=info. */
+ * trace, is held only by the trace now: ...", "Enabled is false: the
+ * function ran itself", "called while another accelerated function
+ * records: ..."); "" when it was. Valid until the next call on af from
+ * any thread. Also logged at DLACCEL_LOG=info (the uncounted calls of the
+ * last two reasons are not). */
 DLA_API const char *dla_accel_last_miss(const dla_accel *af);
 /* The message of the last failed check ("" when none failed). */
 DLA_API const char *dla_accel_last_check(const dla_accel *af);
 /* The properties as MATLAB displays an AcceleratedFunction, into buf
- * (snprintf rules). */
+ * (snprintf rules): HitRate and Occupancy as percentages. */
 DLA_API int dla_accel_describe(const dla_accel *af, char *buf, size_t size);
 /* Writes trace i (0 .. occupancy-1, most recently used first) as text:
  * ops with shapes, RNG slots, constants, memory, and per device its plan's
@@ -229,7 +238,7 @@ DLA_API dla_status dla_trace_replay(dla_trace *t, int nin, dla_tensor *const *in
 DLA_API dla_status dla_trace_print(const dla_trace *t, FILE *f);
 
 /* Saves t to path in the trace file format (docs/trace-format.md, format
- * 1.1): each op by its registered name with its attributes, every value's
+ * 1.3): each op by its registered name with its attributes, every value's
  * dtype, dims and format, the constants' data (copied from their device to
  * the host now), the outputs and the diagnostics (data-dependent reads).
  * The file is written under a temporary name and renamed over path, so
