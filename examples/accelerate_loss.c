@@ -120,8 +120,8 @@ int main(int argc, char **argv)
     char buf[512];
     dla_accel_describe(accfun, buf, sizeof buf);
     printf("\naccfun =\n\n%s\n", buf);
-    printf("HitRate %.1f%%, Occupancy %d: one trace served every call after the first.\n",
-           dla_accel_hit_rate(accfun), dla_accel_occupancy(accfun));
+    printf("HitRate %.1f%%, Occupancy %g: one trace served every call after the first.\n",
+           dla_accel_hit_rate(accfun), dla_accel_occupancy_percent(accfun));
 
     /* Save the trace before a smaller batch adds a second one. */
     dla_trace *trace = dla_accel_trace(accfun, 0);
@@ -136,8 +136,8 @@ int main(int argc, char **argv)
     make_batch(BATCH / 2, &x, &t);
     dla_tensor *in[7] = {p[0], p[1], p[2], p[3], x, t, class_weights};
     dla_accel_feval(accfun, NULL, 7, in, 5, out);
-    printf("a last batch of %d: miss (%s); Occupancy %d\n", BATCH / 2, dla_accel_last_miss(accfun),
-           dla_accel_occupancy(accfun));
+    printf("a last batch of %d: miss (%s); Occupancy %g\n", BATCH / 2, dla_accel_last_miss(accfun),
+           dla_accel_occupancy_percent(accfun));
     dla_scope_end();
 
     /* The file, as `dlaccel trace` shows it. */

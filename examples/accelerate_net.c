@@ -117,8 +117,8 @@ int main(int argc, char **argv)
     char buf[512];
     dla_accel_describe(accfun, buf, sizeof buf);
     printf("\naccfun =\n\n%s\n", buf);
-    printf("HitRate %.1f%%, Occupancy %d: every update was replayed with the new learnables.\n",
-           dla_accel_hit_rate(accfun), dla_accel_occupancy(accfun));
+    printf("HitRate %.1f%%, Occupancy %g: every update was replayed with the new learnables.\n",
+           dla_accel_hit_rate(accfun), dla_accel_occupancy_percent(accfun));
 
     /* One more batch, accelerated and eagerly: the same loss. */
     dla_scope_begin();

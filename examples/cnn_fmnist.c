@@ -542,10 +542,10 @@ int main(int argc, char **argv)
         dla_progress_record(progress, "ValidationAccuracy", iteration, accuracy);
         dla_progress_printf(progress,
                             "epoch %d: mean loss %.4f, test accuracy %.2f%%, %.1f s (%.1f ms per "
-                            "iteration), HitRate %.1f%%, Occupancy %d",
+                            "iteration), HitRate %.1f%%, Occupancy %g",
                             epoch, loss_sum / (double)per_epoch, accuracy, epoch_time[epoch - 1],
                             1e3 * epoch_time[epoch - 1] / (double)per_epoch,
-                            dla_accel_hit_rate(accfun), dla_accel_occupancy(accfun));
+                            dla_accel_hit_rate(accfun), dla_accel_occupancy_percent(accfun));
         if (dla_progress_write_chart(progress, chart) != DLA_OK)
             FAIL("chart");
     }
@@ -562,7 +562,10 @@ int main(int argc, char **argv)
     printf("loss: %.4f at iteration 1, %.4f at iteration %lld\n", first_loss, last_loss,
            (long long)iteration);
     printf("test accuracy: %.2f%% (%lld test images)\n", accuracy, (long long)ntest);
-    printf("HitRate: %.1f%%  Occupancy: %d\n", dla_accel_hit_rate(accfun), dla_accel_occupancy(accfun));
+    /* MATLAB's Occupancy, the percent of CacheSize in use, and the count */
+    printf("HitRate: %.1f%%  Occupancy: %g (%d of %d traces)\n", dla_accel_hit_rate(accfun),
+           dla_accel_occupancy_percent(accfun), dla_accel_occupancy(accfun),
+           dla_accel_cache_size(accfun));
     printf("time per epoch: %.1f s (median of %d; %.1f ms per iteration)\n", median, ne,
            1e3 * median / (double)per_epoch);
     printf("peak RSS: %.0f MiB\n", peak_rss_mib());

@@ -153,8 +153,8 @@ int main(int argc, char **argv)
     }
     double after = evaluate(params, &base);
     printf("after %d iterations: RMSE %.3f (always the mean: %.3f)\n", iterations, after, base);
-    printf("modelLoss: HitRate %.1f%%, Occupancy %d\n", dla_accel_hit_rate(accfun),
-           (int)dla_accel_occupancy(accfun));
+    printf("modelLoss: HitRate %.1f%%, Occupancy %g\n", dla_accel_hit_rate(accfun),
+           dla_accel_occupancy_percent(accfun));
     dla_accel_free(accfun);
     for (int i = 0; i < NPARAMS; i++) {
         dla_tensor_release(params[i]);

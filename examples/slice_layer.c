@@ -226,8 +226,8 @@ int main(int argc, char **argv)
             ta[r - 1] = (now() - t0) * 1e3;
         dla_scope_end();
     }
-    printf("accelerated: forward + backward %.3f ms (median of %d), HitRate %.1f%%, Occupancy %d\n",
-           median(ta, reps), reps, dla_accel_hit_rate(acc), dla_accel_occupancy(acc));
+    printf("accelerated: forward + backward %.3f ms (median of %d), HitRate %.1f%%, Occupancy %g\n",
+           median(ta, reps), reps, dla_accel_hit_rate(acc), dla_accel_occupancy_percent(acc));
     dla_accel_free(acc);
     if (!small && !full)
         printf("PyTorch 1.13 at this size: forward 2.27 ms, backward 11.15 ms with plain "

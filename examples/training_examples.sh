@@ -121,7 +121,7 @@ grep -q "^gradients: dX 16x16x4x6 single SSCB" "$tmp/out" || bad="$bad
 no dX of X's dims"
 grep -q "^gradient check .*: ok$" "$tmp/out" || bad="$bad
 the gradient check failed"
-grep -q "^accelerated: forward + backward .* Occupancy 1$" "$tmp/out" || bad="$bad
+grep -q "^accelerated: forward + backward .* Occupancy 2$" "$tmp/out" || bad="$bad
 the accelerated layer did not replay one trace"
 ok_if 3 "slice_layer --small: forward, backward and accelerated; gradients match finite differences"
 

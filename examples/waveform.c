@@ -275,8 +275,8 @@ int main(int argc, char **argv)
            held_acc);
     printf("time: %.2f ms per iteration (%lld iterations in %.2f s)\n",
            1e3 * info->time_elapsed[it - 1] / (double)it, (long long)it, info->time_elapsed[it - 1]);
-    printf("accelerated loss: HitRate %.1f%%, Occupancy %d\n", dla_accel_hit_rate(acc),
-           dla_accel_occupancy(acc));
+    printf("accelerated loss: HitRate %.1f%%, Occupancy %g\n", dla_accel_hit_rate(acc),
+           dla_accel_occupancy_percent(acc));
     /* The peer trains the page's network only: its figures are no
      * reference for another one. */
     printf("peer (waveform_seq.py, PyTorch eager, 10 epochs%s): training 86.8%%, held-out 81.0%%, "
