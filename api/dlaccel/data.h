@@ -87,7 +87,8 @@ typedef struct dla_idx {
  * message names the path and the problem:
  *   DLA_ERR_IO: the file cannot be opened (with the system's reason), its
  *     gzip stream is corrupt, or it is truncated (the bytes the header needs
- *     against the bytes there are);
+ *     against the bytes there are; a gzip stream cut in its trailer, whose
+ *     checksum is then missing; a FIFO no one writes to reads as empty);
  *   DLA_ERR_FORMAT: a bad magic number (the first two bytes are not zero),
  *     an unknown element type, 0 or more than DLA_MAX_DIMS dims, dims whose
  *     product overflows, or bytes left over after the data (the counts in
