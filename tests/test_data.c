@@ -627,6 +627,25 @@ static void test_fashion_mnist_inconsistent_files_are_named(void **state)
     assert_non_null(strstr(dla_last_error(), "\"train\" or \"test\""));
 }
 
+/* Found by fuzzing under UBSan: an images file of no images announcing
+ * 4294967295 x 4294967295 pixels (nothing in the file backs them) made
+ * rows * columns overflow int64 (undefined behaviour) while the images
+ * were unpacked; it is refused as a format error naming the file. */
+static void test_fashion_mnist_images_of_uncountable_pixels_are_refused(void **state)
+{
+    unsigned char img[16], lab[8];
+    const uint32_t idims[3] = {0, 0xffffffffu, 0xffffffffu}, ldims[1] = {0};
+    size_t ni = idx_bytes(img, 0x08, 3, idims, 0), nl = idx_bytes(lab, 0x08, 1, ldims, 0);
+    write_bytes(tmp_path("train-images-idx3-ubyte.gz"), img, ni, 1);
+    write_bytes(tmp_path("train-labels-idx1-ubyte.gz"), lab, nl, 1);
+    dla_tensor *x = NULL, *t = NULL;
+    assert_int_equal(dla_fashion_mnist_load(tmpdir, "train", NULL, &x, &t), DLA_ERR_FORMAT);
+    assert_null(x);
+    assert_null(t);
+    assert_non_null(strstr(dla_last_error(), "train-images-idx3-ubyte.gz"));
+    assert_non_null(strstr(dla_last_error(), "4294967295x4294967295 pixels"));
+}
+
 /* The real files when dataset-fashion-mnist is installed; the clear error
  * for a missing package otherwise. Either way something is checked. */
 static void test_fashion_mnist_from_the_dataset_package(void **state)
@@ -1622,6 +1641,7 @@ int main(void)
         TU_TEST(test_fashion_mnist_options_give_bytes_one_hot_and_a_prefix),
         TU_TEST(test_fashion_mnist_missing_files_say_which_and_what_to_install),
         TU_TEST(test_fashion_mnist_inconsistent_files_are_named),
+        TU_TEST(test_fashion_mnist_images_of_uncountable_pixels_are_refused),
         TU_TEST(test_fashion_mnist_from_the_dataset_package),
         TU_TEST(test_padsequences_longest_pads_at_the_end_and_masks_the_padding),
         TU_TEST(test_padsequences_shortest_truncates_the_end_or_the_start),
