@@ -460,6 +460,14 @@ static dla_status read_file(const char *path, unsigned char **data, size_t *size
         return bad(DLA_ERR_IO, path, "%lld bytes is too large to read", (long long)sb.st_size);
     }
     size_t n = (size_t)sb.st_size;
+    /* The magic first: a file that is no trace (a 20 GB dataset, a sparse
+     * file of terabytes) was read whole, or its size asked of the
+     * allocator, before its first bytes were looked at. Only what was
+     * read of it is then kept, for check_envelope to refuse. */
+    unsigned char head[sizeof magic];
+    ssize_t hn = n >= sizeof head ? pread(fd, head, sizeof head, 0) : -1;
+    if (hn == (ssize_t)sizeof head && memcmp(head, magic, sizeof magic) != 0)
+        n = sizeof head;
     unsigned char *p = dla__malloc(n ? n : 1);
     if (!p) {
         close(fd);

@@ -3,7 +3,7 @@
 # the seeds and runs each harness for a bounded time. Every other build
 # makes each harness as a plain program (replay_main.c runs it on files)
 # and make check replays the seeds through them (tests/fuzz_seeds.sh).
-EXTRA_DIST += fuzz/run.sh fuzz/fuzz_file.h fuzz/seeds tests/fuzz_seeds.sh
+EXTRA_DIST += fuzz/run.sh fuzz/fuzz_file.h fuzz/seeds tests/fuzz_seeds.sh fuzz/mutate
 DLA_FUZZ_CPPFLAGS = $(AM_CPPFLAGS) -DDLA_FUZZ_PLUGIN_PATH='"$(abs_builddir)/plugins.d"'
 
 check_PROGRAMS += fuzz/make_seeds

@@ -59,6 +59,17 @@ static dla_status read_file(const char *path, dla_idx *idx)
 
 static dla_status check_images(const char *path, const dla_idx *im)
 {
+    int64_t pix;
+    /* Rows times columns must fit: a file of no images may announce
+     * 2^32 - 1 of each (no pixel to back them), and the product
+     * overflowed (undefined behaviour) before the tensor was made. */
+    if (im->type == DLA_IDX_U8 && im->ndims == 3 && im->dims[1] == im->dims[2] &&
+        __builtin_mul_overflow(im->dims[1], im->dims[2], &pix))
+        return dla__data_fail(DLA_ERR_FORMAT,
+                              "%s: %s: holds %lld images of %lldx%lld pixels, more pixels an "
+                              "image than can be counted",
+                              OP, path, (long long)im->dims[0], (long long)im->dims[1],
+                              (long long)im->dims[2]);
     if (im->type != DLA_IDX_U8 || im->ndims != 3 || im->dims[1] != im->dims[2]) {
         char b[DLA__DATA_DIMS_BUF];
         return dla__data_fail(DLA_ERR_FORMAT,

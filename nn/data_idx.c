@@ -109,20 +109,25 @@ static int64_t read_growing(gzFile f, int64_t bytes, void **data, const char **w
     }
 }
 
+/* zlib's message without the name it gives the stream ("<fd:3>: ", the
+ * file being opened by descriptor), which the message names already. */
+static const char *zlib_text(const char *msg)
+{
+    const char *colon = msg && msg[0] == '<' ? strstr(msg, ">: ") : NULL;
+    return colon ? colon + 3 : msg;
+}
+
 /* A failed gzread as the user should read it: zlib's Z_ERRNO is the
  * system refusing the read (a folder given as the file: "Is a
  * directory"), which was reported as a corrupt gzip stream; other codes
- * are the stream's. zlib's message starts with the path, which the
- * message already names. */
+ * are the stream's. */
 static dla_status stream_fail(const char *path, gzFile f, const char *why)
 {
     int err = Z_OK;
     gzerror(f, &err);
-    size_t n = strlen(path);
-    if (!strncmp(why, path, n) && !strncmp(why + n, ": ", 2))
-        why += n + 2;
     return dla__data_fail(DLA_ERR_IO, "%s: %s: %s: %s", OP_READ, path,
-                          err == Z_ERRNO ? "cannot read it" : "corrupt gzip stream", why);
+                          err == Z_ERRNO ? "cannot read it" : "corrupt gzip stream",
+                          zlib_text(why));
 }
 
 /* zlib's own word on a short read of a gzip file ("unexpected end of
@@ -131,7 +136,7 @@ static const char *short_read_reason(gzFile f)
 {
     int err = Z_OK;
     const char *msg = gzerror(f, &err);
-    return err == Z_OK || !msg ? "" : msg;
+    return err == Z_OK || !msg ? "" : zlib_text(msg);
 }
 
 static uint32_t be32(const unsigned char *p)
@@ -241,6 +246,16 @@ static dla_status read_open(const char *path, dla_idx *out, gzFile f)
         dla__data_free(data);
         return stream_fail(path, f, why);
     }
+    /* A gzip file cut inside its trailer (the CRC and length after the
+     * last data) ends with zlib's "unexpected end of file" and no read
+     * error: every byte arrived, but unchecked, and the file is cut. */
+    if (!extra && *short_read_reason(f)) {
+        dla__data_free(data);
+        return dla__data_fail(DLA_ERR_IO,
+                              "%s: %s: truncated: the gzip stream ends before its trailer (the "
+                              "checksum of the data is missing); zlib: %s",
+                              OP_READ, path, short_read_reason(f));
+    }
     if (extra) {
         dla__data_free(data);
         return dla__data_fail(DLA_ERR_FORMAT,
@@ -265,11 +280,29 @@ DLA_API dla_status dla_idx_read(const char *path, dla_idx *out)
     if (!path || !out)
         return dla__data_fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument %s is NULL", OP_READ,
                               path ? "out" : "path");
+    /* O_NONBLOCK: gzopen's blocking open waited for ever on a FIFO no one
+     * writes to. Opened so, such a FIFO reads as empty (truncated, at
+     * once); one with a writer, or a pipe, is read as it comes, blocking
+     * again once open. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return dla__data_fail(DLA_ERR_IO, "%s: %s: cannot open: %s", OP_READ, path,
+                              strerror(errno));
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        const int err = errno;
+        close(fd);
+        return dla__data_fail(DLA_ERR_IO, "%s: %s: cannot read it: %s", OP_READ, path,
+                              strerror(err));
+    }
     errno = 0;
-    gzFile f = gzopen(path, "rb");
-    if (!f)
-        return dla__data_fail(errno ? DLA_ERR_IO : DLA_ERR_OUT_OF_MEMORY, "%s: %s: cannot open: %s",
-                              OP_READ, path, errno ? strerror(errno) : "out of memory");
+    gzFile f = gzdopen(fd, "rb"); /* owns fd from here on */
+    if (!f) {
+        const int err = errno;
+        close(fd);
+        return dla__data_fail(err ? DLA_ERR_IO : DLA_ERR_OUT_OF_MEMORY, "%s: %s: cannot open: %s",
+                              OP_READ, path, err ? strerror(err) : "out of memory");
+    }
     /* Larger reads than zlib's 8 KiB default: the training images are 47 MB. */
     gzbuffer(f, 1 << 17);
     dla_status st = read_open(path, out, f);

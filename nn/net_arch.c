@@ -298,6 +298,14 @@ dla_status dla__net_from_architecture(const char *text, size_t len, dla__param_l
             st = dla_net_add_layers(net, 1, &ls[i]);
             ls[i] = NULL;
         }
+        /* Two layers of one name: the file is corrupt (this said
+         * DLA_ERR_INVALID_ARGUMENT, "dla_net: two layers are named ...",
+         * without the file). */
+        if (st != DLA_OK && st != DLA_ERR_OUT_OF_MEMORY) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", dla_last_error());
+            st = dla__nn_fail(DLA_ERR_IO, "%s: the architecture is corrupt: %s", what, msg);
+        }
     }
     for (size_t i = 0; i < n && ls; i++)
         dla_layer_free(ls[i]);

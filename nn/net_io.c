@@ -687,6 +687,20 @@ DLA_API dla_status dla_net_load(const char *path, dla_net **out)
     long size = -1;
     if (fseek(f, 0, SEEK_END) == 0)
         size = ftell(f);
+    /* The header length first: a file that is no network (a 20 GB
+     * dataset, a sparse file of terabytes) was read whole, or its size
+     * asked of the allocator, before its first 8 bytes were looked at. */
+    unsigned char first[8];
+    uint64_t hlen0 = 0;
+    if (size >= 8 && fseek(f, 0, SEEK_SET) == 0 && fread(first, 1, 8, f) == 8) {
+        for (int i = 0; i < 8; i++)
+            hlen0 |= (uint64_t)first[i] << (8 * i);
+        if (hlen0 > (uint64_t)size - 8 || hlen0 > MAX_HEADER || hlen0 < 2) {
+            fclose(f);
+            return corrupt(path, "the header length %llu does not fit the file (%ld bytes): not a "
+                           "safetensors file, or truncated", (unsigned long long)hlen0, size);
+        }
+    }
     if (size >= 0 && fseek(f, 0, SEEK_SET) == 0)
         file = dla__nn_malloc((size_t)size + 1);
     int read_ok = file && fread(file, 1, (size_t)size, f) == (size_t)size;

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -359,6 +360,58 @@ static void test_idx_a_short_file_announcing_terabytes_is_truncated(void **state
     }
 }
 
+/* Found by mutation fuzzing: a gzip file cut inside its 8-byte trailer
+ * (the CRC-32 and length after the last data) read as whole, its data
+ * never checked; zlib says "unexpected end of file" and the read now
+ * says truncated. Each cut from 1 to 8 bytes short of the end. */
+static void test_idx_a_gzip_file_cut_in_its_trailer_is_truncated(void **state)
+{
+    unsigned char buf[64];
+    const uint32_t dims[2] = {3, 4};
+    size_t n = idx_bytes(buf, 0x08, 2, dims, 12);
+    const char *whole = tmp_path("trailer.idx.gz");
+    write_bytes(whole, buf, n, 1);
+    FILE *f = fopen(whole, "rb");
+    assert_non_null(f);
+    unsigned char gz[256];
+    size_t len = fread(gz, 1, sizeof gz, f);
+    fclose(f);
+    assert_true(len > 8 && len < sizeof gz);
+    dla_idx idx;
+    assert_int_equal(dla_idx_read(whole, &idx), DLA_OK);
+    dla_idx_free(&idx);
+    const char *cut = tmp_path("trailer_cut.idx.gz");
+    for (size_t drop = 1; drop <= 8; drop++) {
+        write_bytes(cut, gz, len - drop, 0);
+        expect_read_error(cut, DLA_ERR_IO, "truncated", "unexpected end of file");
+    }
+}
+
+/* A FIFO no one writes to: gzopen's open waited for a writer for ever.
+ * Read in a child that may run 10 s, so a wait fails instead of hanging;
+ * the FIFO reads as empty. */
+static void test_idx_a_fifo_without_a_writer_is_refused_at_once(void **state)
+{
+    const char *fifo = tmp_path("nowriter.fifo");
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        alarm(10);
+        dla_idx idx;
+        _exit(dla_idx_read(fifo, &idx) == DLA_ERR_IO && strstr(dla_last_error(), fifo) &&
+                      strstr(dla_last_error(), "truncated")
+                  ? 0
+                  : 1);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    unlink(fifo);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("the read %s", WIFSIGNALED(status) ? "waited until killed (10 s)"
+                                                    : "did not fail as truncated");
+}
+
 /* An array past the reader's first 64 MiB, which it reads growing its
  * buffer: every byte arrives, in order. */
 static void test_idx_an_array_past_64_mib_reads_whole(void **state)
@@ -572,6 +625,25 @@ static void test_fashion_mnist_inconsistent_files_are_named(void **state)
     assert_int_equal(dla_fashion_mnist_load(tmpdir, "validation", NULL, &x, &t),
                      DLA_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(dla_last_error(), "\"train\" or \"test\""));
+}
+
+/* Found by fuzzing under UBSan: an images file of no images announcing
+ * 4294967295 x 4294967295 pixels (nothing in the file backs them) made
+ * rows * columns overflow int64 (undefined behaviour) while the images
+ * were unpacked; it is refused as a format error naming the file. */
+static void test_fashion_mnist_images_of_uncountable_pixels_are_refused(void **state)
+{
+    unsigned char img[16], lab[8];
+    const uint32_t idims[3] = {0, 0xffffffffu, 0xffffffffu}, ldims[1] = {0};
+    size_t ni = idx_bytes(img, 0x08, 3, idims, 0), nl = idx_bytes(lab, 0x08, 1, ldims, 0);
+    write_bytes(tmp_path("train-images-idx3-ubyte.gz"), img, ni, 1);
+    write_bytes(tmp_path("train-labels-idx1-ubyte.gz"), lab, nl, 1);
+    dla_tensor *x = NULL, *t = NULL;
+    assert_int_equal(dla_fashion_mnist_load(tmpdir, "train", NULL, &x, &t), DLA_ERR_FORMAT);
+    assert_null(x);
+    assert_null(t);
+    assert_non_null(strstr(dla_last_error(), "train-images-idx3-ubyte.gz"));
+    assert_non_null(strstr(dla_last_error(), "4294967295x4294967295 pixels"));
 }
 
 /* The real files when dataset-fashion-mnist is installed; the clear error
@@ -1560,6 +1632,8 @@ int main(void)
         TU_TEST(test_idx_bytes_after_the_data_mean_inconsistent_counts),
         TU_TEST(test_idx_huge_dims_are_refused_before_allocating),
         TU_TEST(test_idx_a_short_file_announcing_terabytes_is_truncated),
+        TU_TEST(test_idx_a_gzip_file_cut_in_its_trailer_is_truncated),
+        TU_TEST(test_idx_a_fifo_without_a_writer_is_refused_at_once),
         TU_TEST(test_idx_an_array_past_64_mib_reads_whole),
         TU_TEST(test_idx_write_refuses_an_inconsistent_array),
         TU_TEST(test_idx_write_that_fails_keeps_the_old_file),
@@ -1567,6 +1641,7 @@ int main(void)
         TU_TEST(test_fashion_mnist_options_give_bytes_one_hot_and_a_prefix),
         TU_TEST(test_fashion_mnist_missing_files_say_which_and_what_to_install),
         TU_TEST(test_fashion_mnist_inconsistent_files_are_named),
+        TU_TEST(test_fashion_mnist_images_of_uncountable_pixels_are_refused),
         TU_TEST(test_fashion_mnist_from_the_dataset_package),
         TU_TEST(test_padsequences_longest_pads_at_the_end_and_masks_the_padding),
         TU_TEST(test_padsequences_shortest_truncates_the_end_or_the_start),

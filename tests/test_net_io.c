@@ -1113,6 +1113,64 @@ static void a_layer_name_that_is_not_utf8_is_refused_naming_it(void **state)
     dla_net_free(net);
 }
 
+/* Found by mutation fuzzing: a file whose architecture names two layers
+ * alike was refused as DLA_ERR_INVALID_ARGUMENT, "dla_net: two layers are
+ * named 'f1'", an argument error naming neither the file nor the load;
+ * it is a corrupt file (DLA_ERR_IO) like any other. */
+static void two_layers_of_one_name_in_a_file_are_a_corrupt_file(void **state)
+{
+    (void)state;
+    dla_layer *ls[] = {dla_feature_input_layer(3, NULL),
+                       dla_fc_layer(4, &(dla_fc_layer_options){.name = "f1"}),
+                       dla_fc_layer(2, &(dla_fc_layer_options){.name = "f2"})};
+    dla_net *net = dla_net_create(3, ls), *back = (dla_net *)1;
+    assert_non_null(net);
+    const char *p = path("dupname.safetensors");
+    assert_int_equal(dla_net_save(net, p), DLA_OK);
+    dla_net_free(net);
+    long size;
+    unsigned char *f = slurp(p, &size);
+    as_version_1_1(f);
+    /* The architecture is JSON text inside the header: its quotes escaped. */
+    char *name = strstr((char *)f + 8, "Name\\\":\\\"f2");
+    assert_non_null(name);
+    name[strlen("Name\\\":\\\"f")] = '1';
+    spit(p, f, (size_t)size);
+    free(f);
+    assert_int_equal(dla_net_load(p, &back), DLA_ERR_IO);
+    assert_null(back);
+    assert_non_null(strstr(dla_last_error(), p));
+    assert_non_null(strstr(dla_last_error(), "corrupt"));
+    assert_non_null(strstr(dla_last_error(), "two layers are named 'f1'"));
+}
+
+/* Found by a mutation fuzzer under ASan: a file that is no network was
+ * read whole before its first 8 bytes were looked at, so a 20 GB file
+ * took 20 GB and a minute to refuse, and a sparse file of 2 TB asked the
+ * allocator for 2 TB (ASan aborts; plain, an out-of-memory error about a
+ * file that is simply not a network). Now refused by its header length
+ * at once. Skipped where the folder cannot hold a sparse file that size. */
+static void a_huge_file_that_is_no_network_is_refused_unread(void **state)
+{
+    (void)state;
+    const char *p = path("huge.safetensors");
+    FILE *f = fopen(p, "wb");
+    assert_non_null(f);
+    const int sparse = ftruncate(fileno(f), (off_t)2 << 40) == 0;
+    fclose(f);
+    if (!sparse) {
+        unlink(p);
+        skip();
+    }
+    dla_net *net = (dla_net *)1;
+    assert_int_equal(dla_net_load(p, &net), DLA_ERR_IO);
+    assert_null(net);
+    unlink(p);
+    assert_non_null(strstr(dla_last_error(), p));
+    assert_non_null(strstr(dla_last_error(), "the header length 0 does not fit the file "
+                                             "(2199023255552 bytes)"));
+}
+
 /* Layer names have no length limit, in a file too: two fc layers named
  * by 1000 bytes that differ only in their last one save and load, each
  * with its own weights and factors. The file's tensor names were built in
@@ -1314,6 +1372,8 @@ int main(void)
         TU_TEST(a_flipped_bit_in_a_weight_an_option_or_a_factor_is_refused),
         TU_TEST(a_header_length_past_the_file_is_refused_before_it_is_used),
         TU_TEST(a_layer_name_that_is_not_utf8_is_refused_naming_it),
+        TU_TEST(two_layers_of_one_name_in_a_file_are_a_corrupt_file),
+        TU_TEST(a_huge_file_that_is_no_network_is_refused_unread),
         TU_TEST(long_layer_names_go_through_a_file_each_with_its_tensors),
         TU_TEST(a_network_of_many_inputs_copies_saves_and_loads),
         TU_TEST(dlaccel_net_shows_long_and_accented_names_whole_and_aligned),

@@ -10,7 +10,7 @@ unset DLACCEL_DEVICE DLACCEL_PLUGINS_DISABLE DLACCEL_LOG
 DLACCEL_PLUGIN_PATH="$plugins"
 export DLACCEL_PLUGIN_PATH
 
-echo "1..26"
+echo "1..30"
 n=0
 # check DESCRIPTION EXPECTED-STATUS PATTERN...: runs the tool (arguments in
 # $args, output in $tmp/out), compares the status and greps each pattern.
@@ -120,6 +120,17 @@ fi
 args="export-images --split bogus $tmp/out"
 check "export-images --split with neither train nor test is a usage error (exit 2)" 2 \
     "dlaccel export-images: --split bogus: \"train\" or \"test\""
+
+# Each option last without its value was "unknown argument --limit".
+for opt in --split --dir --limit; do
+    args="export-images $tmp/out $opt"
+    check "export-images $opt without its value says so (exit 2)" 2 \
+        "dlaccel export-images: $opt needs a value"
+done
+# A count past int64 was taken as the largest (strtoll saturates).
+args="export-images --limit 99999999999999999999999 $tmp/out"
+check "export-images --limit past int64 is a usage error (exit 2)" 2 \
+    "dlaccel export-images: --limit 99999999999999999999999: a count >= 1"
 
 args=frobnicate
 check "an unknown command exits 2 with the list of commands" 2 \

@@ -133,11 +133,17 @@ int dla_tool_export_images(int argc, char **argv)
             dir = argv[++i];
         } else if (!strcmp(argv[i], "--limit") && i + 1 < argc) {
             char *end;
+            errno = 0;
             limit = strtoll(argv[++i], &end, 10);
-            if (*end || limit < 1) {
+            if (*end || end == argv[i] || limit < 1 || errno == ERANGE) {
                 fprintf(stderr, "dlaccel export-images: --limit %s: a count >= 1\n", argv[i]);
                 return DLA_TOOL_USAGE;
             }
+        } else if ((!strcmp(argv[i], "--split") || !strcmp(argv[i], "--dir") ||
+                    !strcmp(argv[i], "--limit")) && i + 1 == argc) {
+            /* Last, without its value: it was called an unknown argument. */
+            fprintf(stderr, "dlaccel export-images: %s needs a value\n", argv[i]);
+            return DLA_TOOL_USAGE;
         } else if (argv[i][0] == '-' || out) {
             fprintf(stderr, "dlaccel export-images: unknown argument %s\n", argv[i]);
             return DLA_TOOL_USAGE;

@@ -87,7 +87,8 @@ typedef struct dla_idx {
  * message names the path and the problem:
  *   DLA_ERR_IO: the file cannot be opened (with the system's reason), its
  *     gzip stream is corrupt, or it is truncated (the bytes the header needs
- *     against the bytes there are);
+ *     against the bytes there are; a gzip stream cut in its trailer, whose
+ *     checksum is then missing; a FIFO no one writes to reads as empty);
  *   DLA_ERR_FORMAT: a bad magic number (the first two bytes are not zero),
  *     an unknown element type, 0 or more than DLA_MAX_DIMS dims, dims whose
  *     product overflows, or bytes left over after the data (the counts in
@@ -145,8 +146,9 @@ typedef struct dla_fashion_mnist_options {
  * current device.
  * Errors name the file: those of dla_idx_read (DLA_ERR_IO for a missing
  * file, with a hint to install dataset-fashion-mnist), DLA_ERR_FORMAT for
- * files that are not 3-D ubyte images / 1-D ubyte labels, image and label
- * counts that differ, or a label above 9; DLA_ERR_INVALID_ARGUMENT for an
+ * files that are not 3-D ubyte images (square, rows x columns countable
+ * in int64) / 1-D ubyte labels, image and label counts that differ, or a
+ * label above 9; DLA_ERR_INVALID_ARGUMENT for an
  * unknown split, dtype or a negative count. The outputs are NULL on error. */
 DLA_API dla_status dla_fashion_mnist_load(const char *dir, const char *split,
                                           const dla_fashion_mnist_options *opts,
