@@ -800,6 +800,41 @@ static void test_population_statistics_of_a_state_output(void **state)
     dla_scope_end();
 }
 
+/* A network of a sequence input layer and an LSTM whose states are
+ * network inputs initializes from examples of the data (H x N states for
+ * N sequences), as predict takes them: they were refused as not fitting
+ * the input layer's trial of one observation. A state example of other
+ * channels is still refused. */
+static void test_state_inputs_initialize_from_examples_of_the_data(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const int64_t nc = 2, nb = 5, nt = 3, nh = 3;
+    dla_tensor *x = dla_scope_adopt(nn_rand("CBT", DLA_DIMS(nc, nb, nt)));
+    dla_tensor *h0 = dla_scope_adopt(nn_rand("CB", DLA_DIMS(nh, nb)));
+    dla_tensor *c0 = dla_scope_adopt(nn_rand("CB", DLA_DIMS(nh, nb)));
+    dla_layer *l[2] = {dla_sequence_input_layer(nc, &(dla_sequence_input_options){.name = "in"}),
+                       dla_lstm_layer(nh, &(dla_lstm_layer_options){.name = "l",
+                                                                    .has_state_inputs = 1})};
+    dla_net *net = dla_net_create(2, l);
+    assert_non_null(net);
+    expect_failed(dla_net_init(net, 3, (dla_tensor *[]){x, h0, dla_zeros(DLA_F64, "CB",
+                                                                          DLA_DIMS(nh + 1, nb))}),
+                  DLA_ERR_SHAPE, (const char *[]){"layer 'l'", "input \"cell\" is 4(C) x 5(B)"},
+                  2);
+    if (dla_net_init(net, 3, (dla_tensor *[]){x, h0, c0}) != DLA_OK)
+        fail_msg("init: %s", dla_last_error());
+    dla_tensor *y, *want;
+    assert_int_equal(dla_net_predict(net, 3, (dla_tensor *[]){x, h0, c0}, 1, &y, NULL), DLA_OK);
+    assert_int_equal(dla_lstm(x, h0, c0, dla_net_get(net, "l", "InputWeights"),
+                              dla_net_get(net, "l", "RecurrentWeights"),
+                              dla_net_get(net, "l", "Bias"), NULL, &want, NULL, NULL),
+                     DLA_OK);
+    assert_true(tu_same_bits(y, want));
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -815,6 +850,7 @@ int main(void)
         TU_TEST(test_state_port_gradients_match_finite_differences),
         TU_TEST(test_state_port_refusals_name_the_layer_and_the_input),
         TU_TEST(test_population_statistics_of_a_state_output),
+        TU_TEST(test_state_inputs_initialize_from_examples_of_the_data),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
