@@ -374,6 +374,16 @@ static dla_status init_layers(dla_net *net, int nexamples, dla_tensor *const *ex
                 dims[d] = in[0].format[d] == 'C' ? dla__shape_dim(&in[1], 'C') : in[0].dims[d];
             x[1] = dla_zeros(dla_tensor_dtype(x[1]), in[0].format, in[0].ndims, dims);
         }
+        /* State inputs (HasStateInputs) fed by network inputs beside data
+         * from a layer alike: their examples have the data's observations
+         * (H x N), the input layer's trial one, so the trial takes each as
+         * H x 1 (init checked the format and channels). The examples of
+         * the data itself, 3 x 8 "CB" for eight sequences, were refused as
+         * not fitting "the input's 1 observations". */
+        for (int q = 1; l->kind->state_ports && l->props.state_io[0] && q < nx; q++)
+            if (net->src[i][q] < 0 && net->src[i][0] >= 0)
+                x[q] = dla_zeros(dla_tensor_dtype(x[q]), "CB",
+                                 DLA_DIMS(dla__shape_dim(&in[q], 'C'), 1));
         dla_tensor *p[DLA__MAX_PARAMS];
         for (int j = 0, k = 0; j < l->nparams; j++) {
             p[j] = net->tables[l->param[j].kind].values[l->param[j].row];

@@ -573,9 +573,15 @@ int dla__net_batchnorm_rows(const dla_net *net, int max, dla__bn_rows *out)
         for (int j = 0; j < l->nparams && k < 2; j++)
             if (l->param[j].kind == DLA__STATE)
                 rows[k++] = l->param[j].row;
-        const int src = net->src[i][0];
+        /* The source as a connection names it: "lstm/cell" for a state
+         * output (the layer's name alone is its first output, "out", whose
+         * statistics were taken for the cell state's). */
+        const char *source = NULL;
+        for (int c = 0; c < net->nconn && !source; c++)
+            if (net->conn[c].dst == i && net->conn[c].port == 0)
+                source = net->conn[c].text[0];
         if (k == 2 && n < max)
-            out[n] = (dla__bn_rows){rows[0], rows[1], src >= 0 ? net->layers[src]->name : NULL};
+            out[n] = (dla__bn_rows){rows[0], rows[1], source};
         n += k == 2;
     }
     return n;

@@ -492,7 +492,8 @@ const dla__shape *dla__layer_out_shape(const dla_layer *l, int port);
  * and its input. */
 typedef struct dla__bn_rows {
     int mean_row, var_row;
-    /* The layer whose output it normalizes; NULL: the network's input. */
+    /* The output it normalizes ("conv", "lstm/cell": an output name for
+     * Outputs); NULL: the network's input. */
     const char *source;
 } dla__bn_rows;
 /* The batch normalization layers of an initialized network, at most max

@@ -747,6 +747,94 @@ static void test_state_port_refusals_name_the_layer_and_the_input(void **state)
     dla_scope_end();
 }
 
+/* trainnet's BatchNormalizationStatistics "population" over a batch
+ * normalization fed by a state output ("l/cell"): its TrainedMean is the
+ * mean of the cell state over the data (it was taken from "l", the
+ * layer's first output, "out"). */
+static void test_population_statistics_of_a_state_output(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const int64_t nc = 2, nb = 8, nt = 3, nh = 3;
+    dla_tensor *x = dla_scope_adopt(nn_rand("CBT", DLA_DIMS(nc, nb, nt)));
+    int32_t lab[8] = {0, 1, 0, 1, 1, 0, 1, 0};
+    dla_tensor *t = dla_tensor_from_host(lab, DLA_I32, "", DLA_DIMS(1, nb)); /* the scope's */
+    dla_layer *l[6] = {
+        dla_sequence_input_layer(nc, &(dla_sequence_input_options){.name = "in"}),
+        dla_lstm_layer(nh, &(dla_lstm_layer_options){.name = "l", .output_mode = "last",
+                                                     .has_state_outputs = 1}),
+        dla_batchnorm_layer(&(dla_batchnorm_layer_options){.name = "bn"}),
+        dla_addition_layer(3, &(dla_layer_options){.name = "add"}),
+        dla_fc_layer(2, NULL), dla_softmax_layer(NULL)};
+    dla_net *net = dla_net_create(6, l);
+    assert_non_null(net);
+    assert_int_equal(dla_net_disconnect(net, "l/out", "bn"), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "l/cell", "bn"), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "l/out", "add/in2"), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "l/hidden", "add/in3"), DLA_OK);
+    dla_train_data d = {.predictors = x, .targets = t};
+    dla_training_options o = {.solver = "adam", .max_epochs = 1, .mini_batch_size = 4,
+                              .verbose = -1, .l2_regularization = -1,
+                              .batch_normalization_statistics = "population"};
+    dla_net *tr = NULL;
+    dla_training_info *info = NULL;
+    if (dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &tr, &info) !=
+        DLA_OK)
+        fail_msg("trainnet: %s", dla_last_error());
+    dla_tensor *c;
+    assert_int_equal(dla_net_predict(tr, 1, &x, 1, &c,
+                                     &(dla_net_forward_options){
+                                         .outputs = (const char *[]){"l/cell"}}),
+                     DLA_OK);
+    dla_tensor *mean = dla_net_get(tr, "bn", "TrainedMean");
+    assert_int_equal(dla_tensor_numel(mean), nh);
+    for (int64_t k = 0; k < nh; k++) {
+        double m = 0;
+        for (int64_t b = 0; b < nb; b++)
+            m += dla_tensor_item(c, k + nh * b);
+        tu_assert_near(dla_tensor_item(mean, k), m / (double)nb, 1e-5);
+    }
+    dla_training_info_free(info);
+    dla_net_free(tr);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+/* A network of a sequence input layer and an LSTM whose states are
+ * network inputs initializes from examples of the data (H x N states for
+ * N sequences), as predict takes them: they were refused as not fitting
+ * the input layer's trial of one observation. A state example of other
+ * channels is still refused. */
+static void test_state_inputs_initialize_from_examples_of_the_data(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const int64_t nc = 2, nb = 5, nt = 3, nh = 3;
+    dla_tensor *x = dla_scope_adopt(nn_rand("CBT", DLA_DIMS(nc, nb, nt)));
+    dla_tensor *h0 = dla_scope_adopt(nn_rand("CB", DLA_DIMS(nh, nb)));
+    dla_tensor *c0 = dla_scope_adopt(nn_rand("CB", DLA_DIMS(nh, nb)));
+    dla_layer *l[2] = {dla_sequence_input_layer(nc, &(dla_sequence_input_options){.name = "in"}),
+                       dla_lstm_layer(nh, &(dla_lstm_layer_options){.name = "l",
+                                                                    .has_state_inputs = 1})};
+    dla_net *net = dla_net_create(2, l);
+    assert_non_null(net);
+    expect_failed(dla_net_init(net, 3, (dla_tensor *[]){x, h0, dla_zeros(DLA_F64, "CB",
+                                                                          DLA_DIMS(nh + 1, nb))}),
+                  DLA_ERR_SHAPE, (const char *[]){"layer 'l'", "input \"cell\" is 4(C) x 5(B)"},
+                  2);
+    if (dla_net_init(net, 3, (dla_tensor *[]){x, h0, c0}) != DLA_OK)
+        fail_msg("init: %s", dla_last_error());
+    dla_tensor *y, *want;
+    assert_int_equal(dla_net_predict(net, 3, (dla_tensor *[]){x, h0, c0}, 1, &y, NULL), DLA_OK);
+    assert_int_equal(dla_lstm(x, h0, c0, dla_net_get(net, "l", "InputWeights"),
+                              dla_net_get(net, "l", "RecurrentWeights"),
+                              dla_net_get(net, "l", "Bias"), NULL, &want, NULL, NULL),
+                     DLA_OK);
+    assert_true(tu_same_bits(y, want));
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -761,6 +849,8 @@ int main(void)
         TU_TEST(test_bilstm_state_ports_are_its_state),
         TU_TEST(test_state_port_gradients_match_finite_differences),
         TU_TEST(test_state_port_refusals_name_the_layer_and_the_input),
+        TU_TEST(test_population_statistics_of_a_state_output),
+        TU_TEST(test_state_inputs_initialize_from_examples_of_the_data),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
