@@ -185,8 +185,8 @@ DLA_API dla_status dla_net_replace_layer(dla_net *net, const char *name, int n,
     /* src: the source of each input port of the old layer (-1: none);
      * dst: (layer, port) pairs its output went to; block: the new layers
      * on their way to its place. */
-    int *src = dla__nn_calloc(2 * (size_t)nin + 1, sizeof *src), *sport = src + nin;
-    int *dst = dla__nn_calloc(3 * (size_t)nout + 1, sizeof *dst), *dport = dst + 2 * nout;
+    int *src = dla__nn_calloc(2 * (size_t)nin + 1, sizeof *src), *sport = src ? src + nin : NULL;
+    int *dst = dla__nn_calloc(3 * (size_t)nout + 1, sizeof *dst), *dport = dst ? dst + 2 * nout : NULL;
     dla_layer **block = dla__nn_calloc((size_t)n, sizeof *block);
     dla_status st = src && dst && block ? DLA_OK
                   : dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);

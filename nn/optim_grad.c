@@ -64,8 +64,11 @@ DLA_API dla_status dla_l2_regularize(int n, dla_tensor *const *grads, dla_tensor
         return st;
     }
     dla_tensor **next = dla__nn_calloc((size_t)(n ? n : 1), sizeof *next);
-    if (!next)
+    if (!next) { /* out[] set as on every other failure */
+        for (int i = 0; out && i < n; i++)
+            out[i] = dla__nn_error_tensor();
         return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    }
     dla_scope_begin();
     for (int i = 0; i < n; i++) {
         double f = factor * (l2_factors ? l2_factors[i] : 1);
@@ -136,8 +139,11 @@ DLA_API dla_status dla_clip_gradients(int n, dla_tensor *const *grads, const cha
         return st;
     }
     dla_tensor **next = dla__nn_calloc((size_t)(n ? n : 1), sizeof *next);
-    if (!next)
+    if (!next) { /* out[] set as on every other failure */
+        for (int i = 0; out && i < n; i++)
+            out[i] = dla__nn_error_tensor();
         return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    }
     dla_scope_begin();
     dla_tensor *global = NULL;
     if (m == 1 && isfinite(threshold)) {
