@@ -84,4 +84,14 @@ void dla__mask_unfed_hint(const dla_net *net, char *buf, size_t size)
             }
         }
     }
+    size_t len = 0;
+    for (int io = 0; io < 2; io++) {
+        const int n = io ? dla_net_output_count(net) : dla_net_input_count(net);
+        for (int i = 0; i < n && len < size; i++) {
+            const char *name = io ? dla_net_output_name(net, i) : dla_net_input_name(net, i);
+            int w = snprintf(buf + len, size - len, "%s\"%s\"", i ? ", " : io ? "; outputs " : "; inputs ",
+                             name ? name : "?");
+            len += w > 0 ? (size_t)w : 0;
+        }
+    }
 }

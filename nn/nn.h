@@ -541,7 +541,9 @@ dla_status dla__mask_check_init(const dla_layer *l, const dla__shape *in);
 dla_tensor *dla__mask_steps(const dla__call *c);
 /* For the message of a function that feeds a network one input (trainnet,
  * testnet, minibatchpredict): when one of net's inputs is a padding mask
- * port left unconnected, a clause naming it and what to do; "" otherwise. */
+ * port left unconnected, a clause naming it and what to do; otherwise one
+ * naming the inputs and outputs (an LSTM's state port nothing reads is an
+ * output, "enc/cell", which the counts alone did not say). */
 void dla__mask_unfed_hint(const dla_net *net, char *buf, size_t size);
 
 /* Builds a network from its architecture JSON text (nn/net_arch.c). The

@@ -3682,6 +3682,39 @@ static void named_losses_are_normalized_as_matlabs_trainnet(void **state)
     dla_scope_end();
 }
 
+/* A network of two outputs (or inputs) is refused by trainnet, testnet and
+ * minibatchpredict naming them: the counts alone ("1 input and 2
+ * outputs") did not say which layer's output nothing reads. */
+static void a_network_of_two_outputs_is_refused_naming_them(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_layer *l[] = {dla_feature_input_layer(2, &(dla_feature_input_options){.name = "in"}),
+                      dla_fc_layer(3, &(dla_fc_layer_options){.name = "a"}),
+                      dla_fc_layer(1, &(dla_fc_layer_options){.name = "b"})};
+    dla_net *net = dla_net_create(3, l), *trained = NULL;
+    assert_non_null(net);
+    dla_layer *c = dla_fc_layer(1, &(dla_fc_layer_options){.name = "c"});
+    assert_int_equal(dla_net_add_layers(net, 1, &c), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "a", "c"), DLA_OK);
+    dla_train_data d = {.predictors = dla_zeros(DLA_F32, "CB", DLA_DIMS(2, 4)),
+                        .targets = dla_zeros(DLA_F32, "CB", DLA_DIMS(1, 4))};
+    assert_int_equal(dla_net_init(net, 1, &d.predictors), DLA_OK);
+    dla_training_options o = quiet();
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "mse"}, &o, &trained, NULL),
+                     DLA_ERR_INVALID_ARGUMENT);
+    if (!strstr(dla_last_error(), "the network has 1 input and 2 outputs; trainnet takes one of "
+                                  "each; inputs \"in\"; outputs \"b\", \"c\""))
+        fail_msg("%s", dla_last_error());
+    assert_null(trained);
+    dla_tensor *y = NULL;
+    assert_int_equal(dla_minibatchpredict(net, &d, NULL, &y), DLA_ERR_INVALID_ARGUMENT);
+    if (!strstr(dla_last_error(), "outputs \"b\", \"c\""))
+        fail_msg("%s", dla_last_error());
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 /* Metrics "accuracy" of a one-channel output (binary classification: a
  * sigmoid's probability of class 1 and 0/1 targets) counts a hit where
  * output and target are on the same side of 0.5. The largest of one
@@ -3929,6 +3962,7 @@ int main(void)
         TU_TEST(target_sequences_that_do_not_fit_are_refused),
         TU_TEST(targets_longer_than_every_sequence_are_not_cut),
         TU_TEST(named_losses_are_normalized_as_matlabs_trainnet),
+        TU_TEST(a_network_of_two_outputs_is_refused_naming_them),
         TU_TEST(accuracy_of_one_channel_thresholds_at_a_half),
         TU_TEST(trainnet_updates_are_matlabs_formulas_by_hand),
     };
