@@ -50,6 +50,29 @@ int dla__net_find_output(const dla_net *net, const char *name, int *port)
     return i;
 }
 
+dla_status dla__net_output_unknown(const dla_net *net, const char *name, const char *fn)
+{
+    const char *slash = name ? strrchr(name, '/') : NULL;
+    int i = slash ? find_n(net, name, (size_t)(slash - name)) : -1;
+    if (i < 0)
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: no layer is named '%.200s'", fn,
+                            name ? name : "(null)");
+    const dla_layer *l = net->layers[i];
+    if (l->nout < 2)
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: no output is named '%.200s': layer "
+                            "'%.200s' (%s) has one output, named '%.200s'", fn, name, l->name,
+                            l->kind->display, l->name);
+    char list[256] = "";
+    size_t len = 0;
+    for (int k = 0; k < l->nout && len < sizeof list; k++) {
+        int w = snprintf(list + len, sizeof list - len, "%s\"%.100s/%s\"", k ? ", " : "",
+                         l->name, dla__state_out_names[k]);
+        len += w > 0 ? (size_t)w : 0;
+    }
+    return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: no output is named '%.200s': layer "
+                        "'%.200s' (%s) has outputs %s", fn, name, l->name, l->kind->display, list);
+}
+
 char *dla__net_output_port_name(const dla_layer *l, int port)
 {
     size_t n = strlen(l->name) + 16;

@@ -267,8 +267,7 @@ static dla_status run_net(dla_net *net, const char *fn, int nin, dla_tensor *con
                               ? dla__net_find_output(net, opts->outputs[i], &ctx.out_ports[i])
                               : net->outputs[i];
             if (ctx.outs[i] < 0)
-                st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: no layer is named '%s'", fn,
-                                  opts->outputs[i] ? opts->outputs[i] : "(null)");
+                st = dla__net_output_unknown(net, opts->outputs[i], fn);
         }
         ctx.nout = want;
     }

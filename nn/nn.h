@@ -482,6 +482,11 @@ int dla__net_find(const dla_net *net, const char *name);
  * layer's first output), "name/hidden", "name/cell" (HasStateOutputs);
  * -1 when none. *port (may be NULL): the output port. */
 int dla__net_find_output(const dla_net *net, const char *name, int *port);
+/* The failure of an output name dla__net_find_output did not find, set
+ * as the last error: a layer's own name with a port it lacks names the
+ * outputs it has ("layer 'l' (LSTM) has outputs \"l/out\", \"l/hidden\"";
+ * it was "no layer is named 'l/foo'"), any other "no layer is named". */
+dla_status dla__net_output_unknown(const dla_net *net, const char *name, const char *fn);
 /* The name of output port `port` of layer l as a connection's source and
  * an output's name: "layer" (one output), "layer/out", "layer/hidden",
  * "layer/cell"; allocated (dla__nn_free); NULL when out of memory. */

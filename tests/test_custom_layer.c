@@ -405,7 +405,14 @@ static void outputs_by_name_run_only_the_layers_they_need(void **state)
                                      &(dla_net_forward_options){
                                          .outputs = (const char *const[]){"fc/in"}}),
                      DLA_ERR_INVALID_ARGUMENT);
-    assert_non_null(strstr(dla_last_error(), "no layer is named 'fc/in'"));
+    if (!strstr(dla_last_error(), "no output is named 'fc/in': layer 'fc' (Fully Connected) has "
+                                  "one output, named 'fc'"))
+        fail_msg("%s", dla_last_error());
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &w,
+                                     &(dla_net_forward_options){
+                                         .outputs = (const char *const[]){"nope/out"}}),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "no layer is named 'nope/out'"));
     dla_net_free(net);
     dla_scope_end();
 }

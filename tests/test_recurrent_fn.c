@@ -451,6 +451,16 @@ static void test_state_ports_give_the_functions_bits(void **state)
         assert_int_equal(dla_net_output_count(net), 3);
         assert_names(dla_net_output_name, net, 3, (const char *[]){"l/out", "l/hidden", "l/cell"});
         assert_int_equal(dla_table_count(dla_net_state(net)), 0);
+        /* a port it lacks names the ports it has (it was "no layer is
+         * named 'l/state'") */
+        dla_tensor *none;
+        assert_int_equal(dla_net_predict(net, 3, (dla_tensor *[]){x, h0, c0}, 1, &none,
+                                         &(dla_net_forward_options){
+                                             .outputs = (const char *const[]){"l/state"}}),
+                         DLA_ERR_INVALID_ARGUMENT);
+        if (!strstr(dla_last_error(), "no output is named 'l/state': layer 'l' (LSTM) has outputs "
+                                      "\"l/out\", \"l/hidden\", \"l/cell\""))
+            fail_msg("%s", dla_last_error());
         dla_tensor *y, *hs, *cs, *out[3];
         assert_int_equal(dla_lstm(x, h0, c0, dla_net_get(net, "l", "InputWeights"),
                                   dla_net_get(net, "l", "RecurrentWeights"),
