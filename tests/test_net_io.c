@@ -1087,8 +1087,8 @@ static void a_header_length_past_the_file_is_refused_before_it_is_used(void **st
  * name in another encoding (Latin-1 "caf\xe9" from a source file in that
  * encoding) is refused where the layer is made, naming it. It made
  * dla_net_create fail with DLA_ERR_OUT_OF_MEMORY, "cannot describe the
- * architecture". A name in UTF-8 with quotes and control characters
- * goes through a file unchanged. */
+ * architecture". A name in UTF-8 with quotes and a tab goes through a
+ * file unchanged (other control characters are refused: the next test). */
 static void a_layer_name_that_is_not_utf8_is_refused_naming_it(void **state)
 {
     (void)state;
@@ -1142,6 +1142,45 @@ static void two_layers_of_one_name_in_a_file_are_a_corrupt_file(void **state)
     assert_non_null(strstr(dla_last_error(), p));
     assert_non_null(strstr(dla_last_error(), "corrupt"));
     assert_non_null(strstr(dla_last_error(), "two layers are named 'f1'"));
+}
+
+/* A layer name with a control character is refused when made and when a
+ * file holds one (as \u001b in its JSON): `dlaccel net` and dla_net_print
+ * wrote it to the terminal as it was, an escape sequence from a crafted
+ * file included. */
+static void a_layer_name_with_a_control_character_is_refused(void **state)
+{
+    (void)state;
+    const char *bad[] = {"f\x1b[2J", "f\r", "f\x7f", "f\xc2\x9b" /* U+009B, CSI */};
+    const char *said[] = {"0x1b at byte 2", "0x0d at byte 2", "0x7f at byte 2", "0x9b at byte 2"};
+    for (int i = 0; i < 4; i++) {
+        dla_layer *l = dla_fc_layer(2, &(dla_fc_layer_options){.name = bad[i]});
+        assert_int_equal(dla_layer_status(l), DLA_ERR_INVALID_ARGUMENT);
+        if (!strstr(dla_layer_error(l), said[i]))
+            fail_msg("%d: %s", i, dla_layer_error(l));
+        dla_layer_free(l);
+    }
+    dla_layer *ls[] = {dla_feature_input_layer(3, NULL),
+                       dla_fc_layer(2, &(dla_fc_layer_options){.name = "f2345678"})};
+    dla_net *net = dla_net_create(2, ls), *back = (dla_net *)1;
+    assert_non_null(net);
+    const char *p = path("ctrlname.safetensors");
+    assert_int_equal(dla_net_save(net, p), DLA_OK);
+    dla_net_free(net);
+    long size;
+    unsigned char *f = slurp(p, &size);
+    as_version_1_1(f);
+    /* the architecture is JSON inside a JSON string: \u001b escaped once more */
+    char *name = strstr((char *)f + 8, "f2345678");
+    assert_non_null(name);
+    memcpy(name, "\\\\u001bX", 8);
+    spit(p, f, (size_t)size);
+    free(f);
+    assert_int_equal(dla_net_load(p, &back), DLA_ERR_IO);
+    assert_null(back);
+    assert_non_null(strstr(dla_last_error(), p));
+    if (!strstr(dla_last_error(), "control character 0x1b"))
+        fail_msg("%s", dla_last_error());
 }
 
 /* Found by a mutation fuzzer under ASan: a file that is no network was
@@ -1373,6 +1412,7 @@ int main(void)
         TU_TEST(a_header_length_past_the_file_is_refused_before_it_is_used),
         TU_TEST(a_layer_name_that_is_not_utf8_is_refused_naming_it),
         TU_TEST(two_layers_of_one_name_in_a_file_are_a_corrupt_file),
+        TU_TEST(a_layer_name_with_a_control_character_is_refused),
         TU_TEST(a_huge_file_that_is_no_network_is_refused_unread),
         TU_TEST(long_layer_names_go_through_a_file_each_with_its_tensors),
         TU_TEST(a_network_of_many_inputs_copies_saves_and_loads),

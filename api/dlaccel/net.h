@@ -52,7 +52,8 @@
  * added to fails with its message (as sticky tensors do). Layers belong to
  * the network they are given to; dla_layer_free frees one that never was.
  * Layer names: unique within a network, UTF-8 text of any length without
- * '/' (the saved architecture is JSON); an empty name gets
+ * '/' or control characters other than a tab (the saved architecture is
+ * JSON, and the summary prints names to terminals); an empty name gets
  * MATLAB's default name: bare ("fc") for the one unnamed layer of its kind
  * in a call while the name is free, numbered ("conv_1", "conv_2") for
  * several, as dlnetwork names them.
