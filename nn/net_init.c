@@ -374,6 +374,17 @@ static dla_status init_layers(dla_net *net, int nexamples, dla_tensor *const *ex
                 dims[d] = in[0].format[d] == 'C' ? dla__shape_dim(&in[1], 'C') : in[0].dims[d];
             x[1] = dla_zeros(dla_tensor_dtype(x[1]), in[0].format, in[0].ndims, dims);
         }
+        /* The same for a recurrent layer's state inputs fed by network
+         * inputs: their examples may have the data's N observations (H x
+         * N), the input layer's trial has one, so the trial takes one
+         * column, which serves every observation (init checked the
+         * format and H). An encoder's H x 2 states beside a sequence
+         * input layer were refused as not fitting 1 observation. */
+        if (l->kind->state_ports && l->props.state_io[0] && net->src[i][0] >= 0)
+            for (int q = 1; q < nx; q++)
+                if (net->src[i][q] < 0)
+                    x[q] = dla_zeros(dla_tensor_dtype(x[q]), "CB",
+                                     DLA_DIMS(dla__shape_dim(&in[q], 'C'), 1));
         dla_tensor *p[DLA__MAX_PARAMS];
         for (int j = 0, k = 0; j < l->nparams; j++) {
             p[j] = net->tables[l->param[j].kind].values[l->param[j].row];
