@@ -2907,6 +2907,44 @@ static void test_first_optimizer_steps_of_parameters_on_another_device(void **st
     dla_scope_end();
 }
 
+/* A function that releases a constant it made in the call's scope (a
+ * misuse: the scope owns it, and eager code refuses the release) must
+ * not take the trace's hold of that constant with it: the release passed
+ * while recording, the scope's end then freed the header the trace bakes,
+ * and the first hit crashed reading it. Now the release is refused as in
+ * eager code and every replay adds the constant. */
+static dla_status releases_its_constant(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                        dla_tensor **out)
+{
+    (void)ctx;
+    (void)nin;
+    (void)nout;
+    const float half = 0.5f;
+    dla_tensor *c = dla_tensor_from_host(&half, DLA_F32, "", DLA_DIMS(1, 1));
+    out[0] = dla_add(in[0], c);
+    dla_tensor_release(c);
+    return dla_tensor_status(out[0]);
+}
+
+static void test_a_constant_the_function_releases_stays_the_traces(void **state)
+{
+    (void)state;
+    const float xv[3] = {1, 2, 3};
+    dla_tensor *x = dla_tensor_from_host(xv, DLA_F32, "", DLA_DIMS(3, 1));
+    dla_accel *af = dla_accelerate(releases_its_constant, &(dla_accel_options){.name = "rel"});
+    for (int i = 0; i < 3; i++) {
+        dla_tensor *y = NULL;
+        assert_int_equal(dla_accel_call(af, NULL, 1, &x, 1, &y), DLA_OK);
+        for (int k = 0; k < 3; k++)
+            tu_assert_near(dla_tensor_item(y, k), xv[k] + 0.5, 0);
+        dla_tensor_release(y);
+    }
+    tu_assert_near(dla_accel_hit_rate(af), 200.0 / 3, 1e-9);
+    dla_clear_error();
+    dla_accel_free(af);
+    dla_tensor_release(x);
+}
+
 int main(void)
 {
     /* A second device with memory the host cannot address: the testmem
@@ -2983,6 +3021,7 @@ int main(void)
         TU_TEST(test_results_that_are_a_constant_moved_to_the_plans_device_are_the_callers_own),
         TU_TEST(test_statistics_read_while_other_threads_call),
         TU_TEST(test_a_tensor_viewed_and_retained_from_several_threads),
+        TU_TEST(test_a_constant_the_function_releases_stays_the_traces),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
