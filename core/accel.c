@@ -134,6 +134,7 @@ static void entry_release(entry *e)
     if (--e->refs > 0)
         return;
     key_free(&e->k);
+    __atomic_sub_fetch(&e->trace->cache_refs, 1, __ATOMIC_ACQ_REL);
     dla__trace_free(e->trace);
     dla__free(e);
 }
@@ -1013,6 +1014,7 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
         if (e) {
             e->k = k;
             e->trace = trace;
+            __atomic_add_fetch(&trace->cache_refs, 1, __ATOMIC_ACQ_REL);
             e->refs = 1;
             pthread_mutex_lock(&af->lock);
             int dup = 0;

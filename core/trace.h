@@ -51,6 +51,9 @@ typedef struct dla__trace_entry {
 
 typedef struct dla__trace {
     int refs; /* dla_trace handles and cache entries; atomic through accel's use */
+    /* Of refs, those accelerated functions' cache entries hold (atomic):
+     * dla_trace_release refuses to take one of them (docs/checks.md). */
+    int cache_refs;
     uint32_t magic; /* DLA__HANDLE_TRACE; DEAD once freed (docs/checks.md) */
     dla__trace_entry *entries;
     int nentries;

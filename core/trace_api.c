@@ -35,8 +35,20 @@ DLA_API dla_trace *dla_trace_retain(dla_trace *t)
 
 DLA_API void dla_trace_release(dla_trace *t)
 {
-    if (t && trace_live(t, "dla_trace_release"))
-        dla__trace_free((dla__trace *)t);
+    if (!t || !trace_live(t, "dla_trace_release"))
+        return;
+    /* Every reference left is a cache's: releasing one here (a handle of
+     * dla_accel_trace released twice) would leave the cache freeing a
+     * freed trace when it evicts it or is freed (an abort in free). */
+    dla__trace *tr = (dla__trace *)t;
+    if (__atomic_load_n(&tr->refs, __ATOMIC_ACQUIRE) <=
+        __atomic_load_n(&tr->cache_refs, __ATOMIC_ACQUIRE)) {
+        dla__misuse(DLA_ERR_INVALID_ARGUMENT, "dla_trace_release: %p: every reference left is "
+                    "its accelerated function's cache (released more often than dla_accel_trace "
+                    "and dla_trace_retain gave it)", (const void *)t);
+        return;
+    }
+    dla__trace_free(tr);
 }
 
 DLA_API dla_status dla_trace_print(const dla_trace *t, FILE *f)

@@ -162,7 +162,13 @@ static int add_const(recorder *r, dla_tensor *p)
      * through a header of the trace's own: the caller's headers alone then
      * tell whether the caller still holds it (dla__trace_stale). */
     int outer = p->serial < t->serial_start && p->storage;
-    dla_tensor *held = outer ? dla__tensor_view("dla_accelerate", p) : dla_tensor_retain(p);
+    /* One a scope holds (a constant the function made in the call's
+     * scope) is held through a header of the trace's own too: a +1 on the
+     * scope's header would let the function's dla_tensor_release of it,
+     * a misuse refused in eager code, pass, and the scope's end then freed
+     * the header the trace replays (a crash at the first hit). */
+    int own_header = outer || (p->storage && atomic_load(&p->scoped) > 0);
+    dla_tensor *held = own_header ? dla__tensor_view("dla_accelerate", p) : dla_tensor_retain(p);
     if (!held)
         return -1;
     held->trace_outer = (unsigned char)outer;

@@ -2907,6 +2907,87 @@ static void test_first_optimizer_steps_of_parameters_on_another_device(void **st
     dla_scope_end();
 }
 
+/* A function that releases a constant it made in the call's scope (a
+ * misuse: the scope owns it, and eager code refuses the release) must
+ * not take the trace's hold of that constant with it: the release passed
+ * while recording, the scope's end then freed the header the trace bakes,
+ * and the first hit crashed reading it. Now the release is refused as in
+ * eager code and every replay adds the constant. */
+static dla_status releases_its_constant(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                        dla_tensor **out)
+{
+    (void)ctx;
+    (void)nin;
+    (void)nout;
+    const float half = 0.5f;
+    dla_tensor *c = dla_tensor_from_host(&half, DLA_F32, "", DLA_DIMS(1, 1));
+    out[0] = dla_add(in[0], c);
+    dla_tensor_release(c);
+    return dla_tensor_status(out[0]);
+}
+
+static void test_a_constant_the_function_releases_stays_the_traces(void **state)
+{
+    (void)state;
+    const float xv[3] = {1, 2, 3};
+    dla_tensor *x = dla_tensor_from_host(xv, DLA_F32, "", DLA_DIMS(3, 1));
+    dla_accel *af = dla_accelerate(releases_its_constant, &(dla_accel_options){.name = "rel"});
+    for (int i = 0; i < 3; i++) {
+        dla_tensor *y = NULL;
+        assert_int_equal(dla_accel_call(af, NULL, 1, &x, 1, &y), DLA_OK);
+        for (int k = 0; k < 3; k++)
+            tu_assert_near(dla_tensor_item(y, k), xv[k] + 0.5, 0);
+        dla_tensor_release(y);
+    }
+    tu_assert_near(dla_accel_hit_rate(af), 200.0 / 3, 1e-9);
+    dla_clear_error();
+    dla_accel_free(af);
+    dla_tensor_release(x);
+}
+
+/* A trace handle released once more than dla_accel_trace gave it would
+ * take the cache's own reference: the cache then freed a freed trace when
+ * the function was freed (glibc's "double free or corruption" abort).
+ * The release is refused while every reference left is a cache's, as a
+ * release of a tensor only a scope holds is (docs/checks.md). */
+static dla_status exp_of(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)ctx;
+    (void)nin;
+    (void)nout;
+    out[0] = dla_exp(in[0]);
+    return dla_tensor_status(out[0]);
+}
+
+static void test_a_trace_handle_released_twice_leaves_the_caches_reference(void **state)
+{
+    (void)state;
+    const float xv[2] = {0, 1};
+    dla_tensor *x = dla_tensor_from_host(xv, DLA_F32, "", DLA_DIMS(2, 1));
+    dla_accel *af = dla_accelerate(exp_of, &(dla_accel_options){.name = "expOf"});
+    dla_tensor *y = NULL;
+    assert_int_equal(dla_accel_call(af, NULL, 1, &x, 1, &y), DLA_OK);
+    dla_tensor_release(y);
+    dla_trace *t = dla_accel_trace(af, 0);
+    assert_non_null(t);
+    dla_trace_release(t);
+    dla_clear_error();
+    dla_trace_release(t); /* one too many: the cache's */
+    assert_int_equal(dla_last_status(), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "every reference left is its accelerated"));
+    dla_clear_error();
+    assert_int_equal(dla_accel_call(af, NULL, 1, &x, 1, &y), DLA_OK); /* a hit on it */
+    tu_assert_near(dla_accel_hit_rate(af), 50, 1e-9);
+    tu_assert_near(dla_tensor_item(y, 1), exp(1.0), 1e-6);
+    dla_tensor_release(y);
+    /* A handle that outlives its function is the last reference: released. */
+    t = dla_accel_trace(af, 0);
+    dla_accel_free(af);
+    dla_trace_release(t);
+    assert_int_equal(dla_last_status(), DLA_OK);
+    dla_tensor_release(x);
+}
+
 int main(void)
 {
     /* A second device with memory the host cannot address: the testmem
@@ -2983,6 +3064,8 @@ int main(void)
         TU_TEST(test_results_that_are_a_constant_moved_to_the_plans_device_are_the_callers_own),
         TU_TEST(test_statistics_read_while_other_threads_call),
         TU_TEST(test_a_tensor_viewed_and_retained_from_several_threads),
+        TU_TEST(test_a_constant_the_function_releases_stays_the_traces),
+        TU_TEST(test_a_trace_handle_released_twice_leaves_the_caches_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -842,6 +842,45 @@ static void test_state_inputs_initialize_from_examples_of_the_data(void **state)
                      DLA_OK);
     assert_true(tu_same_bits(y, want));
     dla_net_free(net);
+
+/* Beside a sequence input layer (whose trial at initialization is one
+ * observation) the state inputs' examples may have the data's
+ * observations, as networks.md says: H x N states with N-observation data
+ * initialize, and the network then runs on them. They were refused as
+ * not fitting the trial's 1 observation. */
+static void test_state_examples_of_n_observations_beside_an_input_layer(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const int64_t nc = 2, nb = 2, nt = 4, nh = 3;
+    dla_tensor *x = dla_rand(DLA_F32, "CBT", DLA_DIMS(nc, nb, nt));
+    dla_tensor *h0 = dla_rand(DLA_F32, "CB", DLA_DIMS(nh, nb));
+    dla_tensor *c0 = dla_rand(DLA_F32, "CB", DLA_DIMS(nh, nb));
+    for (int with_x = 0; with_x < 2; with_x++) {
+        dla_layer *l[2] = {dla_sequence_input_layer(nc, NULL),
+                           dla_lstm_layer(nh, &(dla_lstm_layer_options){
+                                                  .name = "l", .has_state_inputs = 1})};
+        dla_net *net = dla_net_create(2, l);
+        assert_non_null(net);
+        dla_status st = dla_net_init(net, 3, (dla_tensor *[]){with_x ? x : NULL, h0, c0});
+        if (st != DLA_OK)
+            fail_msg("%s", dla_last_error());
+        dla_tensor *y;
+        assert_int_equal(dla_net_predict(net, 3, (dla_tensor *[]){x, h0, c0}, 1, &y, NULL),
+                         DLA_OK);
+        assert_int_equal(dla_tensor_dim(y, 2), nb);
+        /* H is still checked. */
+        dla_net_free(net);
+        dla_layer *m[2] = {dla_sequence_input_layer(nc, NULL),
+                           dla_lstm_layer(nh, &(dla_lstm_layer_options){
+                                                  .name = "l", .has_state_inputs = 1})};
+        net = dla_net_create(2, m);
+        expect_failed(dla_net_init(net, 3, (dla_tensor *[]){with_x ? x : NULL, h0,
+                                                           dla_zeros(DLA_F32, "CB",
+                                                                     DLA_DIMS(nh + 1, nb))}),
+                      DLA_ERR_SHAPE, (const char *[]){"layer 'l'", "input \"cell\" is 4(C)"}, 2);
+        dla_net_free(net);
+    }
     dla_scope_end();
 }
 
@@ -856,6 +895,7 @@ int main(void)
         TU_TEST(test_no_steps_give_the_initial_states_for_every_observation),
         TU_TEST(test_refusals_name_the_function_and_the_argument),
         TU_TEST(test_state_ports_give_the_functions_bits),
+        TU_TEST(test_state_examples_of_n_observations_beside_an_input_layer),
         TU_TEST(test_bilstm_state_ports_are_its_state),
         TU_TEST(test_state_port_gradients_match_finite_differences),
         TU_TEST(test_state_port_refusals_name_the_layer_and_the_input),

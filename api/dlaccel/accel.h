@@ -222,6 +222,10 @@ typedef struct dla_trace dla_trace;
  * reference; NULL when i is out of range or af is NULL or freed. */
 DLA_API dla_trace *dla_accel_trace(dla_accel *af, int i);
 DLA_API dla_trace *dla_trace_retain(dla_trace *t);
+/* Releases one reference. One more release than dla_accel_trace and
+ * dla_trace_retain gave, while the trace is still cached, is refused and
+ * logged (DLA_ERR_INVALID_ARGUMENT as the last error): the cache's own
+ * reference is not the caller's. */
 DLA_API void dla_trace_release(dla_trace *t);
 /* Runs t on in[0..nin-1] (for a trace of an accelerated function with a
  * ctx kind: in[] followed by the tensors the kind lists), which must have the dtypes, dims and

@@ -70,8 +70,8 @@ extern "C" {
  * then the bar, then the times, the rate and the count are left out.
  * Elsewhere (a pipe, a file, a log) nothing is redrawn: a plain line with
  * the same fields ("00:00:19 elapsed, 00:00:35 left  42.1 it/s  text") is
- * written when the progress crosses each tenth of the total, and at the
- * end. Lines written with dla_progress_printf go above
+ * written at the first update, when the progress crosses each tenth of
+ * the total, and at the end. Lines written with dla_progress_printf go above
  * the bar (the bar is cleared and redrawn around them), so a table and a
  * bar share a terminal.
  *
