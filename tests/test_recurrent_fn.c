@@ -842,6 +842,8 @@ static void test_state_inputs_initialize_from_examples_of_the_data(void **state)
                      DLA_OK);
     assert_true(tu_same_bits(y, want));
     dla_net_free(net);
+    dla_scope_end();
+}
 
 /* Beside a sequence input layer (whose trial at initialization is one
  * observation) the state inputs' examples may have the data's
