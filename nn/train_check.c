@@ -212,8 +212,9 @@ dla_status dla__train_check_classes(const char *what, dla_tensor *targets, int64
                                    : "";
     return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
                          "dla_trainnet: %s: targets[%lld] is %d, which is not a class number in "
-                         "0..%lld (the network's output has %lld classes)%s",
-                         what, (long long)bad, (int)b, (long long)(k - 1), (long long)k, hint);
+                         "0..%lld (the network's output has %lld class%s)%s",
+                         what, (long long)bad, (int)b, (long long)(k - 1), (long long)k,
+                         k == 1 ? "" : "es", hint);
 }
 
 dla_status dla__train_check_channels(const char *what, dla_tensor *targets, const char *out_format,
@@ -258,10 +259,11 @@ dla_status dla__train_check_channels(const char *what, dla_tensor *targets, cons
         snprintf(rows, sizeof rows, "; as class numbers, int32 targets need one per observation "
                  "(%lld), not %lld", (long long)n, (long long)dla_tensor_numel(targets));
     return dla_set_error(DLA_ERR_SHAPE,
-                         "dla_trainnet: %s: targets (%s, read as \"%s\") have %lld classes along C "
+                         "dla_trainnet: %s: targets (%s, read as \"%s\") have %lld class%s along C "
                          "where the network's output (\"%s\") has %lld: the class counts of the "
                          "targets and of the network differ%s%s",
-                         what, d, fmt, (long long)have, out_format, (long long)channels, rows,
+                         what, d, fmt, (long long)have, have == 1 ? "" : "es", out_format,
+                         (long long)channels, rows,
                          numbers ? "; if they are class numbers, give them as int32 (0..K-1): "
                                    "other dtypes are responses" : "");
 }
@@ -312,7 +314,7 @@ dla_status dla__train_check_step_classes(const char *what, dla_tensor *t, dla_te
     /* One channel: element b + B s is observation b's step s. */
     return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
                          "dla_trainnet: %s: observation %lld of the batch, step %lld: %g is not a "
-                         "class number in 0..%lld (the network's output has %lld classes)",
+                         "class number in 0..%lld (the network's output has %lld class%s)",
                          what, (long long)(bad % nb), (long long)(bad / nb), b, (long long)(k - 1),
-                         (long long)k);
+                         (long long)k, k == 1 ? "" : "es");
 }

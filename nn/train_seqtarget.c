@@ -94,10 +94,10 @@ dla_status dla__train_check_target_sequences(const char *fn, const char *what, c
     }
     return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
                          "%s: %s: target_sequences[%lld] step %lld is %g, which is not a class "
-                         "number in 0..%lld (the network's output has %lld classes)%s", fn, what,
+                         "number in 0..%lld (the network's output has %lld class%s)%s", fn, what,
                          (long long)bad_i, (long long)bad_s,
                          (double)dla_seqlist_data(t, bad_i)[bad_s], (long long)(k - 1),
-                         (long long)k,
+                         (long long)k, k == 1 ? "" : "es",
                          one_based ? "; the class numbers look 1-based: MATLAB numbers categories "
                                      "from 1, dlaccel numbers classes from 0 (subtract 1)"
                                    : "");

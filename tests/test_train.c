@@ -3033,7 +3033,7 @@ static void one_hot_targets_of_another_class_count_are_named(void **state)
     d.targets = dla_cast(t, DLA_F64);
     assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
                                   NULL), DLA_ERR_SHAPE);
-    assert_non_null(strstr(dla_last_error(), "have 1 classes along C"));
+    assert_non_null(strstr(dla_last_error(), "have 1 class along C"));
     assert_non_null(strstr(dla_last_error(), "if they are class numbers, give them as int32 "
                                              "(0..K-1): other dtypes are responses"));
     dla_scope_end();
