@@ -33,3 +33,13 @@ TESTS += tests/test_plugin_ops
 # sources: no assert_float_equal, no worst kept with fmax).
 TESTS += tests/nan_blind_checks.sh tests/alloc_hook_checks.sh
 EXTRA_DIST += tests/nan_blind_checks.sh tests/alloc_hook_checks.sh
+
+# The same step many times holds a steady count of live blocks (a custom
+# training loop, dla_accelerate's hits, misses and evictions, forward and
+# predict, carried LSTM state, failing calls, mini-batch queues in the
+# background, trainnet over many epochs, dla_ode45, threads that end).
+check_PROGRAMS += tests/test_steady_memory
+tests_test_steady_memory_SOURCES = tests/test_steady_memory.c tests/testutil.h
+tests_test_steady_memory_CFLAGS = $(DLA_TEST_CFLAGS)
+tests_test_steady_memory_LDADD = $(DLA_TEST_LIBS)
+TESTS += tests/test_steady_memory
