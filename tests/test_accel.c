@@ -2465,6 +2465,69 @@ static void test_properties_read_while_other_threads_set_them_and_call(void **st
     dla_accel_free(af);
 }
 
+/* A trace printed while other threads replay it: each run patches its
+ * plan's launches (memory and offsets) in place, and the listing read them
+ * to mark a step "(in place)". ThreadSanitizer reported the two until the
+ * printer held the plan as a run does (2026-11-29); the listing must also
+ * show the plan every time. */
+typedef struct trace_printer {
+    dla_accel *af;
+    atomic_int stop, started;
+    int prints, bad;
+} trace_printer;
+
+static void *trace_printer_main(void *p)
+{
+    trace_printer *tp = p;
+    char *text = NULL;
+    size_t size = 0;
+    while (!atomic_load(&tp->stop)) {
+        FILE *f = open_memstream(&text, &size);
+        if (!f) {
+            tp->bad++;
+            break;
+        }
+        tp->bad += dla_accel_print_trace(tp->af, 0, f) != DLA_OK;
+        fclose(f);
+        tp->bad += !strstr(text, "plan steps on");
+        free(text);
+        text = NULL;
+        tp->prints++;
+        atomic_store(&tp->started, 1);
+    }
+    return NULL;
+}
+
+static void test_a_trace_printed_while_other_threads_replay_it(void **state)
+{
+    dla_accel *af = dla_accelerate(model_loss, NULL);
+    /* The trace, then its plan (made on the first replay). */
+    worker first = {.af = af};
+    worker_main(&first);
+    if (!first.ok)
+        fail_msg("%s", first.why);
+    trace_printer tp = {.af = af};
+    pthread_t pt, th[3];
+    worker w[3];
+    pthread_create(&pt, NULL, trace_printer_main, &tp);
+    while (!atomic_load(&tp.started))
+        poll(NULL, 0, 1);
+    for (int i = 0; i < 3; i++) {
+        w[i] = (worker){.af = af, .ok = 0};
+        pthread_create(&th[i], NULL, worker_main, &w[i]);
+    }
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    atomic_store(&tp.stop, 1);
+    pthread_join(pt, NULL);
+    for (int i = 0; i < 3; i++)
+        if (!w[i].ok)
+            fail_msg("worker %d: %s", i, w[i].why);
+    assert_true(tp.prints > 0);
+    assert_int_equal(tp.bad, 0);
+    dla_accel_free(af);
+}
+
 /* One tensor shared by threads: two take views of it (dla_reshape, which
  * used to copy the whole tensor, reference count included) while two
  * retain and release it. Under ThreadSanitizer (.ci/sanitize tsan runs
@@ -3055,6 +3118,7 @@ int main(void)
         TU_TEST(test_results_that_are_a_constant_moved_to_the_plans_device_are_the_callers_own),
         TU_TEST(test_statistics_read_while_other_threads_call),
         TU_TEST(test_properties_read_while_other_threads_set_them_and_call),
+        TU_TEST(test_a_trace_printed_while_other_threads_replay_it),
         TU_TEST(test_a_tensor_viewed_and_retained_from_several_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
