@@ -1066,6 +1066,13 @@ DLA_API dla_status dla_accel_call(dla_accel *af, void *ctx, int nin, dla_tensor 
 
 /* ------------------------------------------------------------ properties */
 
+/* The statistics change under the lock on every call (note_call), so
+ * they are read under it too: a reader on another thread would otherwise
+ * race with the writer (ThreadSanitizer says so) and could see hits and
+ * calls from different calls. The const is the caller's view; the lock is
+ * not part of the value. */
+static pthread_mutex_t *lock_of(const dla_accel *af) { return (pthread_mutex_t *)&af->lock; }
+
 DLA_API void dla_accel_set_enabled(dla_accel *af, int enabled)
 {
     if (af && accel_live(af, "dla_accel_set_enabled"))
@@ -1096,14 +1103,21 @@ DLA_API dla_status dla_accel_set_cache_size(dla_accel *af, int size)
     return DLA_OK;
 }
 
-DLA_API int dla_accel_cache_size(const dla_accel *af) { return af ? af->cache_size : 0; }
+/* The properties' getters read under the lock their setters write under
+ * (docs/accelerate.md, "Threads": a monitor thread may read them while
+ * another sets them); until 2026-11-29 CacheSize, CheckMode and
+ * CheckTolerance were read bare, a data race with the setters that
+ * ThreadSanitizer reported. */
+DLA_API int dla_accel_cache_size(const dla_accel *af)
+{
+    if (!af)
+        return 0;
+    pthread_mutex_lock(lock_of(af));
+    int n = af->cache_size;
+    pthread_mutex_unlock(lock_of(af));
+    return n;
+}
 
-/* The statistics change under the lock on every call (note_call), so
- * they are read under it too: a reader on another thread would otherwise
- * race with the writer (ThreadSanitizer says so) and could see hits and
- * calls from different calls. The const is the caller's view; the lock is
- * not part of the value. */
-static pthread_mutex_t *lock_of(const dla_accel *af) { return (pthread_mutex_t *)&af->lock; }
 
 static double hit_rate_locked(const dla_accel *af)
 {
@@ -1164,9 +1178,19 @@ DLA_API dla_status dla_accel_set_check_mode(dla_accel *af, const char *mode)
     return DLA_OK;
 }
 
+static const char *check_mode_locked(const dla_accel *af)
+{
+    return af->check_tolerance_mode ? "tolerance" : "none";
+}
+
 DLA_API const char *dla_accel_check_mode(const dla_accel *af)
 {
-    return af && af->check_tolerance_mode ? "tolerance" : "none";
+    if (!af)
+        return "none";
+    pthread_mutex_lock(lock_of(af));
+    const char *m = check_mode_locked(af);
+    pthread_mutex_unlock(lock_of(af));
+    return m;
 }
 
 DLA_API dla_status dla_accel_set_check_tolerance(dla_accel *af, double tolerance)
@@ -1185,7 +1209,15 @@ DLA_API dla_status dla_accel_set_check_tolerance(dla_accel *af, double tolerance
     return DLA_OK;
 }
 
-DLA_API double dla_accel_check_tolerance(const dla_accel *af) { return af ? af->check_tolerance : 0; }
+DLA_API double dla_accel_check_tolerance(const dla_accel *af)
+{
+    if (!af)
+        return 0;
+    pthread_mutex_lock(lock_of(af));
+    double t = af->check_tolerance;
+    pthread_mutex_unlock(lock_of(af));
+    return t;
+}
 
 DLA_API void dla_accel_clear(dla_accel *af)
 {
@@ -1221,8 +1253,8 @@ DLA_API int dla_accel_describe(const dla_accel *af, char *buf, size_t size)
                     "         Occupancy: %.4g\n"
                     "         CheckMode: '%s'\n"
                     "    CheckTolerance: %.4e\n",
-                    af->name, af->enabled, af->cache_size, hit_rate_locked(af),
-                    occupancy_percent_locked(af), dla_accel_check_mode(af), af->check_tolerance);
+                    af->name, dla_accel_enabled(af), af->cache_size, hit_rate_locked(af),
+                    occupancy_percent_locked(af), check_mode_locked(af), af->check_tolerance);
     pthread_mutex_unlock(lock_of(af));
     return n;
 }
@@ -1254,16 +1286,16 @@ DLA_API dla_status dla_accel_print_trace(const dla_accel *af, int i, FILE *f)
                          !af ? "af" : "f");
     if (!accel_live(af, "dla_accel_print_trace"))
         return dla_last_status();
-    pthread_mutex_lock((pthread_mutex_t *)&af->lock);
+    pthread_mutex_lock(lock_of(af));
     if (i < 0 || i >= af->nentries) {
         int last = af->nentries - 1;
-        pthread_mutex_unlock((pthread_mutex_t *)&af->lock);
+        pthread_mutex_unlock(lock_of(af));
         return dla__fail(DLA_ERR_INVALID_ARGUMENT, "dla_accel_print_trace: argument i: %d is "
                          "outside 0..%d", i, last);
     }
     entry *e = af->entries[i];
     fprintf(f, "trace %d of %s: hit %ld times\n", i, af->name, e->hits);
     dla__trace_print(e->trace, f);
-    pthread_mutex_unlock((pthread_mutex_t *)&af->lock);
+    pthread_mutex_unlock(lock_of(af));
     return DLA_OK;
 }

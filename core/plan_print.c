@@ -4,8 +4,9 @@
  * a replay runs, one line each (a launch: its kernel, op or fused program
  * and the dims it reads and writes; an op that runs as itself: its name).
  * The list is how one sees what the planner fused and what it left alone.
- * It reads the launches' dims and kinds, which no run changes (a run
- * patches only their memory).
+ * It reads the launches' dims and kinds, which no run changes, and, to
+ * mark a step "(in place)", their memory, which each run patches: a plan
+ * is held, as a run holds it, while it is printed.
  */
 #include "core/alloc.h"
 #include "core/kernels.h"
@@ -14,6 +15,7 @@
 #include "core/trace.h"
 
 #include <dlaccel/plugin_kit.h> /* the ops' names */
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -260,6 +262,14 @@ void dla__plan_print(const dla__trace *t, FILE *f)
                     p->why);
             continue;
         }
+        /* Taken as a run takes it: a run patches its launches' memory and
+         * offsets in place (and sets replayable on its first), which the
+         * listing reads; printed while another thread replayed the trace,
+         * the two raced (ThreadSanitizer, 2026-11-29). A call that finds it
+         * taken meanwhile takes the plain replay, as for any busy plan. */
+        dla__plan *held = (dla__plan *)p;
+        while (atomic_exchange(&held->busy, 1))
+            sched_yield();
         fprintf(f, "  memory plan on %s: arena %zu bytes for %d intermediates of %zu bytes "
                 "(%.1f%%); %d output buffers of %zu bytes made per call; %d constants moved "
                 "to the device once (%zu bytes); %d buffers of constants filled once, when the "
@@ -292,6 +302,7 @@ void dla__plan_print(const dla__trace *t, FILE *f)
                              : "no run timed yet (the first call makes the plan; the calls "
                                "after it are timed)");
         print_steps(p, t, f, ns, runs);
+        atomic_store(&held->busy, 0);
         dla__free(ns);
     }
 }

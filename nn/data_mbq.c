@@ -71,6 +71,7 @@ typedef struct batch {
     int empty;                    /* a worker's placeholder (dla__mbq_last_empty) */
     int64_t before, whole;        /* a worker's: observations before its share, the batch's */
     dla__data_rng aug_after;      /* the augmentation stream after its draws */
+    uint64_t fn_after;            /* the functions' stream's counter after its draws */
     dla_status status;
     char message[1024];
 } batch;
@@ -116,6 +117,16 @@ struct dla_mbq {
     uint32_t aug_words[MAX_SEED_WORDS];
     int naug_words;
     dla__data_rng aug_rng, aug_at_pos;
+    /* The Philox stream (dla_rand, dla_randn, dropout) of the functions a
+     * batch calls: the datastores' callbacks and the mini-batch function.
+     * The queue's own, current on whichever thread makes the batch, so
+     * that a function that draws gives the same batches with background
+     * dispatch as without (the dispatch thread's own stream is seed 0 from
+     * its start, whatever dla_rng_seed the caller set), and the caller's
+     * stream is left as it was. Seeded from the creating thread's stream,
+     * so that dla_rng_seed makes the draws reproducible; fn_at_pos is the
+     * counter after the last batch handed out, as aug_at_pos. */
+    uint64_t fn_seed, fn_counter, fn_at_pos;
 
     /* Background dispatch; all below under lock. */
     int background, depth;
@@ -131,6 +142,16 @@ struct dla_mbq {
 };
 
 /* ---------------------------------------------------------------- batches */
+
+/* SplitMix64's finalizer: the seed of the functions' stream from the
+ * creating thread's stream position (a queue made at another position, or
+ * after another dla_rng_seed, draws other numbers). */
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
 
 static int64_t end_of_pass(const dla_mbq *q) { return q->discard ? q->n - q->n % q->mbs : q->n; }
 
@@ -303,6 +324,9 @@ static void make_batch(dla_mbq *q, int64_t start, int64_t count, batch *b)
     }
     b->before = before;
     b->whole = whole_count;
+    uint64_t caller_seed, caller_counter;
+    dla_rng_get(&caller_seed, &caller_counter);
+    dla_rng_set(q->fn_seed, q->fn_counter);
     dla_device *was = dla_device_current();
     dla_device_set_current(q->device);
     dla_tensor *out[MAX_OUTPUTS] = {0}, *held[3 * MAX_OUTPUTS + 1];
@@ -425,6 +449,9 @@ static void make_batch(dla_mbq *q, int64_t start, int64_t count, batch *b)
         dla_tensor_release(held[i]);
     dla__data_free(kept_obs);
     b->aug_after = q->aug_rng;
+    dla_rng_get(NULL, &q->fn_counter);
+    b->fn_after = q->fn_counter;
+    dla_rng_set(caller_seed, caller_counter);
     dla_device_set_current(was);
 }
 
@@ -487,6 +514,7 @@ static void with_dispatch_idle(dla_mbq *q, void (*change)(dla_mbq *q, int64_t ar
     /* The dropped batches' draws are drawn again by the batches that
      * replace them, as they would be without the thread. */
     q->aug_rng = q->aug_at_pos;
+    q->fn_counter = q->fn_at_pos;
     change(q, arg);
     q->made = q->pos;
     pthread_cond_broadcast(&q->cond);
@@ -954,6 +982,9 @@ static dla_status create_queue(int ninputs, const dla_mbq_input *inputs,
     q->nan_pad_targets = nan_pad_targets;
     if (st == DLA_OK) {
         dla__data_rng_seed_words(&q->rng, q->nseed_words, q->seed_words);
+        uint64_t seed, counter;
+        dla_rng_get(&seed, &counter);
+        q->fn_seed = mix64(seed ^ mix64(counter ^ 0x6d62712d666e7321ull)); /* "mbq-fns!" */
         if (opts && opts->dispatch_in_background)
             st = start_dispatch(q, op);
     }
@@ -1026,6 +1057,9 @@ DLA_API dla_status dla_mbq_partition(dla_mbq *q, int n, int index, dla_mbq **out
     p->nseed_words = q->nseed_words < MAX_SEED_WORDS ? q->nseed_words + 1 : MAX_SEED_WORDS;
     p->seed_words[p->nseed_words - 1] = (uint32_t)index;
     dla__data_rng_seed_words(&p->rng, p->nseed_words, p->seed_words);
+    /* A stream of the part's own for its functions too, from the parent's
+     * seed and the index (the parent's counter is its own business). */
+    p->fn_seed = mix64(q->fn_seed ^ mix64((uint64_t)index + 1));
     /* The same for the augmentation's stream: parts draw their own. */
     if (q->has_aug) {
         p->has_aug = 1;
@@ -1090,6 +1124,7 @@ DLA_API dla_status dla_mbq_next(dla_mbq *q, int n, dla_tensor **outputs)
         make_batch(q, q->pos, batch_size_at(q, q->pos), &b);
         q->pos += b.count;
         q->aug_at_pos = b.aug_after;
+        q->fn_at_pos = b.fn_after;
         q->last_empty = b.empty;
         q->last_before = b.before;
         q->last_whole = b.whole;
@@ -1110,6 +1145,7 @@ DLA_API dla_status dla_mbq_next(dla_mbq *q, int n, dla_tensor **outputs)
         q->count--;
         q->pos += b.count;
         q->aug_at_pos = b.aug_after;
+        q->fn_at_pos = b.fn_after;
         q->last_empty = b.empty;
         q->last_before = b.before;
         q->last_whole = b.whole;

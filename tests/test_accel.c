@@ -2393,6 +2393,141 @@ static void test_statistics_read_while_other_threads_call(void **state)
     dla_accel_free(af);
 }
 
+/* The properties too (docs/accelerate.md, "Threads"): a monitor reads
+ * every getter and dla_accel_describe while a control thread sets them and
+ * workers call. Until 2026-11-29 CacheSize, CheckMode and CheckTolerance
+ * were read without the lock their setters write under, and describe read
+ * Enabled bare against its atomic store: ThreadSanitizer (.ci/sanitize
+ * tsan runs this suite) reported each; here every value read must also be
+ * one that was set. */
+typedef struct property_monitor {
+    dla_accel *af;
+    atomic_int stop, started;
+    int reads, bad;
+} property_monitor;
+
+static void *property_monitor_main(void *p)
+{
+    property_monitor *m = p;
+    char buf[512];
+    while (!atomic_load(&m->stop)) {
+        int size = dla_accel_cache_size(m->af);
+        double tol = dla_accel_check_tolerance(m->af);
+        const char *mode = dla_accel_check_mode(m->af);
+        int enabled = dla_accel_enabled(m->af);
+        dla_accel_describe(m->af, buf, sizeof buf);
+        m->bad += !(size == 50 || (size >= 1 && size <= 3)) || !(tol == 1e-4 || tol == 2e-4) ||
+                  (strcmp(mode, "none") && strcmp(mode, "tolerance")) || (enabled != 0 && enabled != 1) ||
+                  !strstr(buf, "CheckTolerance");
+        m->reads++;
+        atomic_store(&m->started, 1);
+    }
+    return NULL;
+}
+
+static void *property_control_main(void *p)
+{
+    property_monitor *m = p;
+    for (int i = 0; !atomic_load(&m->stop); i++) {
+        dla_accel_set_cache_size(m->af, 1 + i % 3);
+        dla_accel_set_check_mode(m->af, i % 2 ? "tolerance" : "none");
+        dla_accel_set_check_tolerance(m->af, i % 2 ? 2e-4 : 1e-4);
+        dla_accel_set_enabled(m->af, i % 5 != 0);
+        poll(NULL, 0, 1);
+    }
+    return NULL;
+}
+
+static void test_properties_read_while_other_threads_set_them_and_call(void **state)
+{
+    dla_accel *af = dla_accelerate(model_loss, NULL);
+    property_monitor m = {.af = af};
+    pthread_t mt, ct, th[3];
+    worker w[3];
+    pthread_create(&mt, NULL, property_monitor_main, &m);
+    while (!atomic_load(&m.started))
+        poll(NULL, 0, 1);
+    pthread_create(&ct, NULL, property_control_main, &m);
+    for (int i = 0; i < 3; i++) {
+        w[i] = (worker){.af = af, .ok = 0};
+        pthread_create(&th[i], NULL, worker_main, &w[i]);
+    }
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    atomic_store(&m.stop, 1);
+    pthread_join(ct, NULL);
+    pthread_join(mt, NULL);
+    for (int i = 0; i < 3; i++)
+        if (!w[i].ok)
+            fail_msg("worker %d: %s", i, w[i].why);
+    assert_true(m.reads > 0);
+    assert_int_equal(m.bad, 0);
+    dla_accel_free(af);
+}
+
+/* A trace printed while other threads replay it: each run patches its
+ * plan's launches (memory and offsets) in place, and the listing read them
+ * to mark a step "(in place)". ThreadSanitizer reported the two until the
+ * printer held the plan as a run does (2026-11-29); the listing must also
+ * show the plan every time. */
+typedef struct trace_printer {
+    dla_accel *af;
+    atomic_int stop, started;
+    int prints, bad;
+} trace_printer;
+
+static void *trace_printer_main(void *p)
+{
+    trace_printer *tp = p;
+    char *text = NULL;
+    size_t size = 0;
+    while (!atomic_load(&tp->stop)) {
+        FILE *f = open_memstream(&text, &size);
+        if (!f) {
+            tp->bad++;
+            break;
+        }
+        tp->bad += dla_accel_print_trace(tp->af, 0, f) != DLA_OK;
+        fclose(f);
+        tp->bad += !strstr(text, "plan steps on");
+        free(text);
+        text = NULL;
+        tp->prints++;
+        atomic_store(&tp->started, 1);
+    }
+    return NULL;
+}
+
+static void test_a_trace_printed_while_other_threads_replay_it(void **state)
+{
+    dla_accel *af = dla_accelerate(model_loss, NULL);
+    /* The trace, then its plan (made on the first replay). */
+    worker first = {.af = af};
+    worker_main(&first);
+    if (!first.ok)
+        fail_msg("%s", first.why);
+    trace_printer tp = {.af = af};
+    pthread_t pt, th[3];
+    worker w[3];
+    pthread_create(&pt, NULL, trace_printer_main, &tp);
+    while (!atomic_load(&tp.started))
+        poll(NULL, 0, 1);
+    for (int i = 0; i < 3; i++) {
+        w[i] = (worker){.af = af, .ok = 0};
+        pthread_create(&th[i], NULL, worker_main, &w[i]);
+    }
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    atomic_store(&tp.stop, 1);
+    pthread_join(pt, NULL);
+    for (int i = 0; i < 3; i++)
+        if (!w[i].ok)
+            fail_msg("worker %d: %s", i, w[i].why);
+    assert_true(tp.prints > 0);
+    assert_int_equal(tp.bad, 0);
+    dla_accel_free(af);
+}
+
 /* One tensor shared by threads: two take views of it (dla_reshape, which
  * used to copy the whole tensor, reference count included) while two
  * retain and release it. Under ThreadSanitizer (.ci/sanitize tsan runs
@@ -3063,6 +3198,8 @@ int main(void)
         TU_TEST(test_results_that_are_its_constants_are_the_callers_own),
         TU_TEST(test_results_that_are_a_constant_moved_to_the_plans_device_are_the_callers_own),
         TU_TEST(test_statistics_read_while_other_threads_call),
+        TU_TEST(test_properties_read_while_other_threads_set_them_and_call),
+        TU_TEST(test_a_trace_printed_while_other_threads_replay_it),
         TU_TEST(test_a_tensor_viewed_and_retained_from_several_threads),
         TU_TEST(test_a_constant_the_function_releases_stays_the_traces),
         TU_TEST(test_a_trace_handle_released_twice_leaves_the_caches_reference),

@@ -1196,6 +1196,66 @@ static void test_mbq_dispatch_thread_starts_no_second_openmp_team(void **state)
 #endif
 }
 
+/* A mini-batch function that draws (noise as augmentation): with background
+ * dispatch it ran on the dispatch thread, whose Philox stream is seed 0
+ * from its start, so every queue drew the same noise whatever dla_rng_seed
+ * the caller set, and other noise than the same queue without the thread
+ * (against DispatchInBackground's "the same batches"). The queue's
+ * functions now draw from a stream of the queue's, seeded from the
+ * creating thread's: the same batches either way, reset and shuffle
+ * included, another seed other noise, and the caller's stream untouched. */
+static dla_status add_noise(void *ctx, int n, dla_tensor **out)
+{
+    (void)ctx, (void)n;
+    out[0] = dla_add(out[0], dla_randn(DLA_F32, "", DLA_DIMS(1, dla_tensor_dim(out[0], 2))));
+    return dla_tensor_status(out[0]);
+}
+
+/* The first values of 7 batches over 4 passes of a queue made after
+ * dla_rng_seed(seed): a reset after the first batch and a shuffle after
+ * the third drop the batches made ahead. */
+static void noisy_batches(uint64_t seed, int background, float *got)
+{
+    dla_tensor *x = dla_zeros(DLA_F32, "", DLA_DIMS(1, 12));
+    dla_mbq *q;
+    dla_rng_seed(seed);
+    assert_int_equal(dla_mbq_create(1, (dla_mbq_input[]){{.tensor = x}},
+                                    &(dla_mbq_options){.mini_batch_size = 4, .prefetch = 3,
+                                                       .dispatch_in_background = background,
+                                                       .mini_batch_fcn = add_noise},
+                                    &q),
+                     DLA_OK);
+    dla_tensor_release(x);
+    for (int k = 0; k < 7; k++) {
+        if (!dla_mbq_hasdata(q))
+            dla_mbq_reset(q);
+        dla_tensor *b;
+        assert_int_equal(dla_mbq_next(q, 1, &b), DLA_OK);
+        assert_int_equal(dla_tensor_to_host(b, got + 4 * k, 4 * sizeof(float)), DLA_OK);
+        dla_tensor_release(b);
+        if (k == 0)
+            dla_mbq_reset(q);
+        if (k == 2)
+            dla_mbq_shuffle(q);
+    }
+    dla_mbq_free(q);
+    uint64_t s, c;
+    dla_rng_get(&s, &c);
+    assert_true(s == seed && c == 0); /* the caller's stream did not move */
+}
+
+static void test_mbq_function_draws_are_the_same_in_the_background(void **state)
+{
+    float fg[28], bg[28], other[28];
+    noisy_batches(1, 0, fg);
+    noisy_batches(1, 1, bg);
+    noisy_batches(2, 1, other);
+    assert_memory_equal(bg, fg, sizeof fg);
+    assert_true(memcmp(fg, other, sizeof fg) != 0);
+    /* Each batch drew noise of its own. */
+    assert_true(memcmp(fg, fg + 4, 4 * sizeof(float)) != 0);
+}
+
 /* Three shuffled passes of a training loop that releases nothing by hand:
  * each batch belongs to the iteration's scope. */
 static void train_in_scopes(dla_tensor *x, dla_tensor *t, int background)
@@ -1654,6 +1714,7 @@ int main(void)
         TU_TEST(test_mbq_partitions_cover_every_observation_once),
         TU_TEST(test_mbq_background_dispatch_gives_the_foreground_batches),
         TU_TEST(test_mbq_dispatch_thread_starts_no_second_openmp_team),
+        TU_TEST(test_mbq_function_draws_are_the_same_in_the_background),
         TU_TEST(test_mbq_sequence_batches_are_cbt_with_their_mask),
         TU_TEST(test_mbq_casts_relabels_and_runs_the_mini_batch_function),
         TU_TEST(test_mbq_batches_belong_to_the_open_scope),

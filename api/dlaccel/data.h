@@ -766,7 +766,13 @@ typedef struct dla_mbq_input {
  * batch's dla_mbq_next returns. It runs inside a scope of its own, so it
  * needs no releases, with the queue's device current; with background
  * dispatch it runs on the dispatch thread, so what it shares with the
- * training thread must be safe to share. */
+ * training thread must be safe to share. Its random draws (dla_rand,
+ * dla_randn, dropout), and those of the datastores' callbacks, come from a
+ * Philox stream of the queue's own, seeded when the queue is made from the
+ * creating thread's stream (dla_rng_seed before dla_mbq_create makes them
+ * reproducible; a partition's from its parent's and its index), whichever
+ * thread makes the batch: the same batches with background dispatch as
+ * without, and the caller's stream does not move. */
 typedef dla_status (*dla_mbq_fn)(void *ctx, int n, dla_tensor **outputs);
 
 typedef struct dla_mbq_options {
