@@ -82,6 +82,10 @@ typedef struct trainer {
     int64_t updated;             /* the last iteration whose update was applied */
     int64_t validated;           /* the last iteration validated (0: none) */
     int64_t reported;            /* the last iteration whose table row was printed */
+    /* In parallel, a row without validation figures waits for the ranks'
+     * agreement on stopping (held_row set: run_epochs prints it). */
+    dla_training_state held;
+    int held_row;
     dla_tensor *class_list;      /* 0..K-1 along C, to one-hot class numbers */
     dla__train_par par;          /* the workers of "parallel" and "multi-gpu" */
     struct {                     /* solver "lbfgs" */
@@ -1620,8 +1624,19 @@ static dla_status finish_iteration(trainer *tr, dla_training_state *sp, int last
      * prints this row with the returned network's figures; printed here
      * too, the table showed the iteration twice. Without validation data
      * the row of such a stop is printed here (it was missing). */
-    if (tr->o.verbose && (row || fn_stop) && !(fn_stop && tr->val_q && !validated))
-        report_row(tr, &s, validated);
+    if (tr->o.verbose && (row || fn_stop) && !(fn_stop && tr->val_q && !validated)) {
+        /* In parallel, another rank's OutputFcn may still stop training
+         * here (the ranks agree after the iteration): the final
+         * validation then prints this row with its figures, as one
+         * process does. Printed now, it lacked them (and the final
+         * validation could not print it again). */
+        if (tr->par.on && tr->val_q && !validated && !*stop) {
+            tr->held = s;
+            tr->held_row = 1;
+        } else {
+            report_row(tr, &s, validated);
+        }
+    }
     return DLA_OK;
 }
 
@@ -1919,6 +1934,11 @@ static dla_status run_epochs(trainer *tr)
             }
             dla_scope_end();
             st = dla__train_par_end(&tr->par, st, &stop);
+            /* The row held for the agreement: printed unless the
+             * final validation prints it (an agreed stop). */
+            if (tr->held_row && (st != DLA_OK || !stop))
+                report_row(tr, &tr->held, 0);
+            tr->held_row = 0;
             /* Another rank's OutputFcn asked (the only stop the ranks do
              * not each decide alike): this rank says why too, instead of
              * an empty reason ("Training finished: ." at rank 0). */

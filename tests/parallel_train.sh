@@ -113,7 +113,7 @@ done
 # every rank, as in one process.
 for n in 2 3; do
     run "$n" nan
-    verdict "trainnet \"parallel\" on $n workers: a NaN target in one share stops training as \"auto\" does, the batch's RMSE NaN on every rank"
+    verdict "trainnet \"parallel\" on $n workers: a NaN target in one share stops training as \"auto\" does, the batch's RMSE NaN on every rank; one rank's OutputFcn stop gives one process's table"
 done
 for n in 2 3 4; do
     rm -f "$tmp"/ckpt/*; mkdir -p "$tmp/ckpt"

@@ -63,7 +63,9 @@
  *              (the other workers' finite figures alone were reported).
  *              Also an OutputFcn that stops on the last rank only: every
  *              rank stops at that iteration, with the stop reason
- *              "Stopped by OutputFcn" (the others' was empty).
+ *              "Stopped by OutputFcn" (the others' was empty), and rank
+ *              0's table is one process's (the stop's row printed once,
+ *              with the final validation's figures: they were missing).
  *   dropout    trainnet "parallel" against "auto" with a dropout (and a
  *              spatial dropout) layer, 13 observations in mini-batches of
  *              5 and 4: the loss and the learnables within 1e-6 (every
@@ -1504,8 +1506,79 @@ static dla_status stop_train(dla_training_info **info)
     return st;
 }
 
+/* The stop's table row: 10 observations, 5 of them validated every 4
+ * iterations, a row for every iteration; "auto" stops at iteration 3 by
+ * its OutputFcn (ctx set: on every rank), "parallel" by the last rank's.
+ * The table's rows (rank 0's, times left out) go into rows. */
+static int stop_at_3(void *ctx, const dla_training_state *s)
+{
+    return (ctx || rank == size - 1) && s->iteration == 3;
+}
+
+static void stop_rows(const char *env, char *rows, size_t cap)
+{
+    enum { N = 10, V = 5 };
+    float x[2 * (N + V)], t[N + V];
+    line_data(N + V, x, t);
+    dla_net *net = line_net("stop rows: the network"), *trained = NULL;
+    FILE *f = tmpfile();
+    if (!f)
+        die("stop rows: tmpfile");
+    dla_training_info *info = NULL;
+    dla_scope_begin();
+    dla_train_data data = {.predictors = dla_tensor_from_host(x, DLA_F32, "CB", DLA_DIMS(2, N)),
+                           .targets = dla_tensor_from_host(t, DLA_F32, "CB", DLA_DIMS(1, N))};
+    dla_train_data val = {
+        .predictors = dla_tensor_from_host(x + 2 * N, DLA_F32, "CB", DLA_DIMS(2, V)),
+        .targets = dla_tensor_from_host(t + N, DLA_F32, "CB", DLA_DIMS(1, V))};
+    const int par = !strcmp(env, "parallel");
+    dla_training_options o = {.max_epochs = 3, .mini_batch_size = 4, .shuffle = "never",
+                              .execution_environment = env, .verbose = 1,
+                              .verbose_frequency = 1, .output = f, .validation_data = &val,
+                              .validation_frequency = 4, .initial_learn_rate = 0.01,
+                              .output_fn = stop_at_3, .output_ctx = par ? NULL : f};
+    if (dla_trainnet(&data, net, &(dla_train_loss){.name = "mse"}, &o, &trained, &info) != DLA_OK)
+        die("stop rows: trainnet");
+    dla_scope_end();
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    dla_net_free(net);
+    /* The rows, each without its Time Elapsed column (the third). */
+    rewind(f);
+    char line[512];
+    size_t at = 0;
+    rows[0] = 0;
+    while (fgets(line, sizeof line, f)) {
+        int bars = 0;
+        if (line[0] != '|' || line[1] == '=' || !strchr("0123456789", line[strspn(line, "| ")]))
+            continue;
+        for (const char *c = line; *c && at + 1 < cap; c++) {
+            bars += *c == '|';
+            if (bars != 3 || *c == '|')
+                rows[at++] = *c;
+        }
+        rows[at] = 0;
+    }
+    fclose(f);
+}
+
 static void mode_nan(void)
 {
+    /* Rank 0 printed the stop's row when its own OutputFcn had not asked
+     * (the stop was another rank's), without the final validation's
+     * figures that one process's table shows there. */
+    static char rows_auto[4096], rows_par[4096];
+    stop_rows("auto", rows_auto, sizeof rows_auto);
+    stop_rows("parallel", rows_par, sizeof rows_par);
+    if (rank == 0) {
+        static char detail[8300];
+        const int same = !strcmp(rows_auto, rows_par) && strlen(rows_auto) > 100;
+        snprintf(detail, sizeof detail, "%s%s%s%s", same ? "" : "\n\"parallel\":\n", same ? "" : rows_par,
+                 same ? "" : "\"auto\":\n", same ? "" : rows_auto);
+        check(same, "the last rank's OutputFcn stop: rank 0's table is one process's (the stop's "
+              "row with the final validation)", detail);
+    }
+
     /* One rank's OutputFcn stops every rank (they agree at the end of the
      * iteration); the ranks that did not ask returned an empty stop
      * reason (and rank 0 printed "Training finished: ."). */
