@@ -308,11 +308,18 @@ static dla_status mean_of(dla_tensor *x, dla_tensor *m, double count, double *v)
 
 /* Percent of observations (and time steps) whose largest output is the
  * target's; the root mean squared error over every element. Padded steps
- * (the batch's mask) count in neither. */
+ * (the batch's mask) count in neither. *acc_over (may be NULL) is the
+ * number of steps the accuracy is a mean over where they are the steps
+ * that hold a class (class numbers per step of an output of other steps
+ * than the input's), else -1: the batch's figures are then combined
+ * (validation batches, "parallel" workers) by that count, not by
+ * observations. */
 static dla_status metrics_of(const trainer *tr, dla_tensor *y, dla_tensor *t, double *acc,
-                             double *rmse)
+                             double *rmse, double *acc_over)
 {
     *acc = *rmse = NAN;
+    if (acc_over)
+        *acc_over = -1;
     dla_status st = DLA_OK;
     dla_tensor *m = mask_for(tr, y);
     if (tr->metrics & DLA__METRIC_ACCURACY) {
@@ -347,6 +354,8 @@ static dla_status metrics_of(const trainer *tr, dla_tensor *y, dla_tensor *t, do
             am = dla_gt(sum, dla_tensor_to_device(dla_zeros(dla_tensor_dtype(sum), "", 0, NULL),
                                                   dla_tensor_device(sum)));
             st = scalar_of(dla_sum(dla_cast(am, DLA_F64), 0, NULL), &count);
+            if (acc_over)
+                *acc_over = count;
         }
         if (st == DLA_OK)
             st = mean_of(hit, am, count, acc);
@@ -1146,7 +1155,7 @@ static dla_status validate(trainer *tr, double *loss, double *acc, double *rmse)
             saved[i] = dla_tensor_retain(dla_table_value(dla_net_state(tr->net), i));
         st = dla_net_reset_state(tr->net);
     }
-    double sl = 0, sa = 0, sr = 0, count = 0, elems = 0;
+    double sl = 0, sa = 0, sr = 0, count = 0, elems = 0, acount = 0;
     /* The training batch's mask (L-BFGS keeps its one) comes back after. */
     dla_tensor *train_mask = tr->mask;
     const double train_steps = tr->mask_steps;
@@ -1163,11 +1172,11 @@ static dla_status validate(trainer *tr, double *loss, double *acc, double *rmse)
         dla_tensor *t = st == DLA_OK ? targets_for_loss(tr, b[1], y) : NULL;
         if (st == DLA_OK)
             st = loss_of(tr, y, t, &l);
-        double a, r, lv;
+        double a, r, lv, aover;
         if (st == DLA_OK)
             st = scalar_of(l, &lv);
         if (st == DLA_OK)
-            st = metrics_of(tr, y, t, &a, &r);
+            st = metrics_of(tr, y, t, &a, &r, &aover);
         if (st == DLA_OK) {
             /* A sequence-to-sequence batch weighs its valid steps (its
              * figures are means over them), so that the whole is a mean
@@ -1175,7 +1184,13 @@ static dla_status validate(trainer *tr, double *loss, double *acc, double *rmse)
             const int seq = steps_of(y, m);
             double nb = seq ? tr->mask_steps : (double)dla_tensor_dim(y, obs_dim(y));
             sl += lv * nb;
-            sa += a * nb;
+            /* An accuracy over the steps that hold a class weighs them
+             * (the batches' accuracies weighted by observations were not
+             * the whole data's, nor testnet's); a batch without one adds
+             * nothing. */
+            const double aw = aover >= 0 ? aover : nb;
+            sa += aw > 0 ? a * aw : 0;
+            acount += aw;
             double ne = seq ? tr->mask_steps * (double)dla_tensor_numel(y) / (double)dla_tensor_numel(m)
                             : (double)dla_tensor_numel(y);
             sr += r * r * ne;
@@ -1197,7 +1212,7 @@ static dla_status validate(trainer *tr, double *loss, double *acc, double *rmse)
     if (st == DLA_OK && count > 0) {
         *loss = sl / count;
         if (tr->metrics & DLA__METRIC_ACCURACY)
-            *acc = sa / count;
+            *acc = sa / acount;
         if (tr->metrics & DLA__METRIC_RMSE)
             *rmse = sqrt(sr / elems);
     }
@@ -1533,10 +1548,11 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *m, dla_tensor 
     }
     if (st == DLA_OK && !diverged && (st = update(tr, grads, s.learn_rate)) == DLA_OK)
         tr->updated = tr->iteration;
+    double acc_over = -1;
     if (st == DLA_OK)
-        st = metrics_of(tr, out[1], tl, &s.training_accuracy, &s.training_rmse);
+        st = metrics_of(tr, out[1], tl, &s.training_accuracy, &s.training_rmse, &acc_over);
     st = dla__train_par_metrics(&tr->par, st, tr->metrics,
-                                st == DLA_OK && metrics_by_steps(tr, out[1]),
+                                st == DLA_OK && metrics_by_steps(tr, out[1]), acc_over,
                                 &s.training_accuracy, &s.training_rmse);
     tr->mask = tr->batch_mask = NULL;
     dla_scope_end();
@@ -1807,7 +1823,8 @@ static dla_status iterate_lbfgs(trainer *tr, int last, int *stop)
             st = dla_net_set_state(tr->net, tr->ns, tr->lb.state_out);
         if (st == DLA_OK) {
             dla_scope_begin();
-            st = metrics_of(tr, tr->lb.y, tr->lb.t, &s.training_accuracy, &s.training_rmse);
+            st = metrics_of(tr, tr->lb.y, tr->lb.t, &s.training_accuracy, &s.training_rmse,
+                            NULL);
             dla_scope_end();
         }
         if (st != DLA_OK) {

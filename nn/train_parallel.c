@@ -408,11 +408,16 @@ dla_status dla__train_par_step(dla__train_par *p, dla_status st, dla_net *net, i
 }
 
 dla_status dla__train_par_metrics(dla__train_par *p, dla_status st, int metrics, int by_steps,
-                                  double *acc, double *rmse)
+                                  double acc_over, double *acc, double *rmse)
 {
     if (!p->on || p->size == 1)
         return st;
     double w = by_steps ? p->mine_steps : p->mine_count;
+    /* An accuracy over the steps that hold a class (class numbers per
+     * step of an output of other steps than the input's) weighs them:
+     * weighted by observations, the workers' accuracies were not the
+     * batch's when their shares held other numbers of such steps. */
+    double aw = acc_over >= 0 && w > 0 ? acc_over : w;
     /* Accuracy is a mean over observations (or valid steps), RMSE the
      * root of a mean over elements (observations or valid steps times
      * the same dims on every worker). A NaN of a worker with a share makes
@@ -420,18 +425,19 @@ dla_status dla__train_par_metrics(dla__train_par *p, dla_status st, int metrics,
      * and the other workers reported their own shares' as the batch's); a
      * worker without one adds nothing, whatever its placeholder gave. */
     const int a_on = (metrics & DLA__METRIC_ACCURACY) != 0, r_on = (metrics & DLA__METRIC_RMSE) != 0;
-    double mine[3] = {w, a_on && w > 0 ? w * *acc : 0, r_on && w > 0 ? w * *rmse * *rmse : 0};
-    double all[1024 * 4];
-    st = agree_with(p, st, "the metrics", 3, mine, all);
+    double mine[4] = {w, aw, a_on && aw > 0 ? aw * *acc : 0, r_on && w > 0 ? w * *rmse * *rmse : 0};
+    double all[1024 * 5];
+    st = agree_with(p, st, "the metrics", 4, mine, all);
     if (st != DLA_OK)
         return st;
-    double n = 0, a = 0, r = 0;
+    double n = 0, na = 0, a = 0, r = 0;
     for (int k = 0; k < p->size; k++) {
-        n += all[4 * k + 1];
-        a += all[4 * k + 2];
-        r += all[4 * k + 3];
+        n += all[5 * k + 1];
+        na += all[5 * k + 2];
+        a += all[5 * k + 3];
+        r += all[5 * k + 4];
     }
-    *acc = a_on ? a / n : NAN;
+    *acc = a_on ? a / na : NAN;
     *rmse = r_on ? sqrt(r / n) : NAN;
     return DLA_OK;
 }
@@ -450,7 +456,7 @@ dla_status dla__train_par_failed_batch(dla__train_par *p, dla_status st)
     dla__train_par_step(p, st, NULL, 0, 0, 0, 0, NULL);
     dla_set_error(st, "%s", msg);
     double nan = NAN, nan2 = NAN;
-    dla__train_par_metrics(p, st, 0, 0, &nan, &nan2);
+    dla__train_par_metrics(p, st, 0, 0, -1, &nan, &nan2);
     return dla_set_error(st, "%s", msg);
 }
 

@@ -84,9 +84,11 @@ dla_status dla__train_par_step(dla__train_par *p, dla_status st, dla_net *net, i
 /* The mini-batch metrics of this rank's batch (metrics: the
  * DLA__METRIC_* bits computed; NaN the others) made whole-batch, weighted
  * by its valid steps when by_steps (metrics over them), else by its
- * observations; with st agreed. */
+ * observations; the accuracy by acc_over instead where that is not
+ * negative (the number of steps it is a mean over: those that hold a
+ * class); with st agreed. */
 dla_status dla__train_par_metrics(dla__train_par *p, dla_status st, int metrics, int by_steps,
-                                  double *acc, double *rmse);
+                                  double acc_over, double *acc, double *rmse);
 /* A rank whose batch could not be made (st, the last error saying why)
  * takes part in the iteration's meetings as iterate's step does with a
  * failure, so that every rank fails there with "rank r failed" instead of

@@ -49,7 +49,7 @@ verdict() {
     if [ "$status" -eq 0 ]; then echo "ok $t - $1"; else
         sed 's/^/#   /' "$tmp/out"; echo "not ok $t - $1 (exit status $status)"; fi
 }
-echo "1..42"
+echo "1..44"
 for n in 1 2 3 4; do
     run "$n" steps
     verdict "$n worker(s) against 1 on 37 observations, 30 SGDM steps; same bits on every rank; two runs alike"
@@ -103,6 +103,12 @@ done
 for n in 2 3; do
     run "$n" dsseq
     verdict "trainnet \"parallel\" on $n workers over a datastore's sequences trains as over the list"
+done
+# An output of half the input's steps, class numbers per step: the
+# accuracy is over the steps that hold a class, unevenly shared.
+for n in 2 3; do
+    run "$n" halved
+    verdict "trainnet \"parallel\" on $n workers: the accuracy of class numbers at every other step is \"auto\"'s"
 done
 # Dropout masks drawn for the whole batch, each worker keeping its rows.
 for n in 2 3; do

@@ -83,6 +83,13 @@
  *              over DIR (copies of one image, told apart by their random
  *              transforms only): the losses within 1e-5, each image
  *              transformed as in one process.
+ *   halved     trainnet "parallel" against "auto" on a datastore of
+ *              sequences of 4 to 14 steps with class numbers at every
+ *              other step, a network whose output has half the input's
+ *              steps: the loss and the accuracy (a mean over the steps
+ *              that hold a class) of every iteration the same within
+ *              float rounding (the workers' accuracies were weighted by
+ *              observations: 40.40% where one process had 40.00%).
  *   refused    (2 ranks or more) the last rank refuses its own arguments
  *              of a collective the others make (dla_spmd_combine with a
  *              weight NaN, with an error tensor; dla_spmd_combine_state
@@ -1794,6 +1801,72 @@ static void mode_augment(const char *dir)
     dla_imds_free(ds);
 }
 
+/* Observation i of mode halved: a 2 x 1 x L sequence (L of 4 to 14
+ * steps) and class numbers at every other step (what a stride-2
+ * convolution over T gives): 1 x 1 x L/2. */
+static dla_status halved_read_at(void *ctx, int64_t i, int n, dla_tensor **out)
+{
+    (void)ctx, (void)n;
+    const int64_t len = 2 * (2 + (i * 5) % 6);
+    float x[2 * 14];
+    int32_t c[7];
+    for (int64_t k = 0; k < 2 * len; k++)
+        x[k] = (float)((k * 7 + i) % 5) - 2;
+    for (int64_t k = 0; k < len / 2; k++)
+        c[k] = (int32_t)((k + i) % 3);
+    out[0] = dla_tensor_from_host(x, DLA_F32, "", DLA_DIMS(2, 1, len));
+    out[1] = dla_tensor_from_host(c, DLA_I32, "", DLA_DIMS(1, 1, len / 2));
+    return DLA_OK;
+}
+
+/* An output of half its input's steps, class numbers per step: the
+ * accuracy is a mean over the steps that hold a class, which the
+ * workers' shares hold unevenly. */
+static void mode_halved(void)
+{
+    dla_datastore *ds;
+    if (dla_custom_datastore_create(&(dla_custom_datastore){.num_outputs = 2,
+                                                            .num_observations = 12,
+                                                            .read_at = halved_read_at},
+                                    &ds) != DLA_OK)
+        die("halved: the datastore");
+    dla_training_info *info[2];
+    for (int par = 0; par < 2; par++) {
+        dla_rng_seed(3);
+        dla_layer *l[] = {dla_sequence_input_layer(2, &(dla_sequence_input_options){.min_length = 2}),
+                          dla_conv1d_layer(2, 4, &(dla_conv_layer_options){.stride = {2}}),
+                          dla_relu_layer(NULL), dla_fc_layer(3, NULL), dla_softmax_layer(NULL)};
+        dla_net *net = dla_net_create(5, l), *trained = NULL;
+        dla_training_options o = {.verbose = -1, .max_epochs = 2, .mini_batch_size = 4,
+                                  .shuffle = "never", .metrics = "accuracy",
+                                  .initial_learn_rate = 0.01,
+                                  .execution_environment = par ? "parallel" : "auto"};
+        if (!net || dla_trainnet(&(dla_train_data){.datastore = ds}, net,
+                                 &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                 &info[par]) != DLA_OK)
+            die("halved: trainnet");
+        dla_net_free(trained);
+        dla_net_free(net);
+    }
+    double wl = info[0]->iterations == info[1]->iterations
+                    ? worst(info[1]->training_loss, info[0]->training_loss, info[0]->iterations)
+                    : INFINITY;
+    double wa = info[0]->iterations == info[1]->iterations
+                    ? worst(info[1]->training_accuracy, info[0]->training_accuracy,
+                            info[0]->iterations)
+                    : INFINITY;
+    char detail[256];
+    snprintf(detail, sizeof detail, "%lld and %lld iterations, loss within %.1e, accuracy %.1e "
+             "(first %.4f and %.4f)", (long long)info[1]->iterations,
+             (long long)info[0]->iterations, wl, wa, info[1]->training_accuracy[0],
+             info[0]->training_accuracy[0]);
+    check(wl < 1e-6 && wa < 1e-9, "class numbers at every other step: \"parallel\"'s loss and "
+          "accuracy (over the steps that hold a class) are \"auto\"'s", detail);
+    dla_training_info_free(info[0]);
+    dla_training_info_free(info[1]);
+    dla_datastore_free(ds);
+}
+
 int main(int argc, char **argv)
 {
     rank = dla_spmd_rank();
@@ -1829,10 +1902,12 @@ int main(int argc, char **argv)
         mode_augment(argv[2]);
     else if (!strcmp(mode, "refused"))
         mode_refused();
+    else if (!strcmp(mode, "halved"))
+        mode_halved();
     else {
         fprintf(stderr, "usage: parallel_train_check steps | bn | state | trainnet DIR [EPOCHS] | "
                         "resume DIR | overlap | device | refused | global | seq2seq | dsseq | nan | "
-                        "dropout | "
+                        "dropout | halved | "
                         "badfile DIR | "
                         "augment DIR\n");
         return 2;
