@@ -1484,8 +1484,13 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *m, dla_tensor 
         dla_free(out);
         char msg[512];
         snprintf(msg, sizeof msg, "%s", dla_last_error());
-        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: %s", tr->fn, msg);
+        dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: %s", tr->fn, msg);
+        /* A function's refusal may be this rank's alone: it meets the
+         * others in the iteration's collectives with it (it skipped them,
+         * and they waited out of step until the give-up). */
+        return dla__train_par_failed_batch(&tr->par, DLA_ERR_INVALID_ARGUMENT);
     }
+    tr->par.learn_rate = s.learn_rate;
     dla_scope_begin();
     /* The targets the loss sees: one-hot for class numbers, in Y's dtype
      * (single unless the network is double). */

@@ -270,15 +270,27 @@ static double share_of(const dla__train_par *p, int by_steps)
 /* Every rank's observations and valid steps of this batch, summed. */
 static dla_status agree_batch(dla__train_par *p, dla_status st, const char *when)
 {
-    double mine[2] = {p->mine_count, p->mine_steps}, all[1024 * 3];
-    st = agree_with(p, st, when, 2, mine, all);
+    double mine[3] = {p->mine_count, p->mine_steps, p->learn_rate}, all[1024 * 4];
+    st = agree_with(p, st, when, 3, mine, all);
     if (st != DLA_OK)
         return st;
     p->step_global = p->steps_global = 0;
     for (int r = 0; r < p->size; r++) {
-        p->step_global += all[3 * r + 1];
-        p->steps_global += all[3 * r + 2];
+        p->step_global += all[4 * r + 1];
+        p->steps_global += all[4 * r + 2];
     }
+    /* The same update on every rank needs the same rate: a schedule
+     * function that answers otherwise on one rank (its own clock, state
+     * of its own) left each rank with another network, with DLA_OK. The
+     * same gathered values give every rank the same verdict. */
+    for (int r = 1; r < p->size; r++)
+        if (!(all[4 * r + 3] == all[3]))
+            return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                                 "ExecutionEnvironment \"parallel\": rank %d's LearnRateSchedule "
+                                 "gave the learning rate %.17g where rank 0's gave %.17g (every "
+                                 "rank updates alike: a schedule function must give every rank "
+                                 "the same rate)",
+                                 r, all[4 * r + 3], all[3]);
     return DLA_OK;
 }
 

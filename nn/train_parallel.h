@@ -28,6 +28,10 @@ typedef struct dla__train_par {
      * without a share), and the whole batch's; this step's share of it. */
     double mine_count, mine_steps, step_global, steps_global;
     double weight;
+    /* This iteration's learning rate (the schedule's, a function's may
+     * differ by rank): compared with rank 0's where the workers agree on
+     * the batch, before the update. */
+    double learn_rate;
     /* after: from the backward's end until the gradients are combined
      * (both paths; with the step's agreement, without the state's). */
     double flight_seconds, after_seconds;

@@ -107,7 +107,11 @@
  *              the option (they trained on their own terms with DLA_OK, or
  *              hung), or whose ValidationData, read in order and counted
  *              by reading it through, fails on the last rank only (it
- *              returned while the others went on to set-up), and then
+ *              returned while the others went on to set-up), or whose
+ *              LearnRateSchedule function gives the last rank another
+ *              rate from iteration 3 (each rank returned another
+ *              network) or refuses there (a negative rate: the ranks'
+ *              collectives went out of step until the give-up), and then
  *              trains when called alike.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -871,6 +875,35 @@ static dla_status line_read(void *ctx, int n, dla_tensor **out)
 static int line_hasdata(void *ctx) { return ((line_reader *)ctx)->at < 10; }
 static void line_reset(void *ctx) { ((line_reader *)ctx)->at = 0; }
 
+/* A LearnRateSchedule function that answers otherwise on the last rank
+ * from iteration 3 (ctx: the answer there, a rate or -1, refused). */
+static double rank_rate(void *ctx, double initial, int epoch, int iteration)
+{
+    (void)epoch;
+    return rank == size - 1 && iteration >= 3 ? *(const double *)ctx : initial;
+}
+
+static dla_status schedule_train(double there)
+{
+    enum { N = 10 };
+    float x[2 * N], t[N];
+    line_data(N, x, t);
+    dla_net *net = line_net("schedule: the network"), *trained = NULL;
+    dla_scope_begin();
+    dla_train_data data = {.predictors = dla_tensor_from_host(x, DLA_F32, "CB", DLA_DIMS(2, N)),
+                           .targets = dla_tensor_from_host(t, DLA_F32, "CB", DLA_DIMS(1, N))};
+    dla_training_options o = {.max_epochs = 2, .mini_batch_size = 4, .shuffle = "never",
+                              .execution_environment = "parallel", .verbose = -1,
+                              .initial_learn_rate = 0.01,
+                              .learn_rate_schedule = {.method = "custom", .fn = rank_rate,
+                                                      .fn_ctx = &there}};
+    dla_status st = dla_trainnet(&data, net, &(dla_train_loss){.name = "mse"}, &o, &trained, NULL);
+    dla_scope_end();
+    dla_net_free(trained);
+    dla_net_free(net);
+    return st;
+}
+
 /* trainnet "parallel" whose ValidationData, read in order and counted by
  * reading it through, fails on the last rank only (fail_at): every rank
  * fails naming it (that rank returned at once, the others went on into
@@ -1037,6 +1070,34 @@ static void mode_refused(void)
             unsetenv("DLACCEL_OVERLAP");
         refused_verdict("trainnet \"parallel\" with DLACCEL_OVERLAP=0 on one rank", st,
                         "overlapped reductions (DLACCEL_OVERLAP) 0 where rank 0 has 1");
+    }
+    /* A schedule function whose rate is the last rank's own from
+     * iteration 3: each rank updated with its own rate and returned
+     * another network, with DLA_OK; and its refusal on that rank alone
+     * (a negative rate) left the ranks' collectives out of step, the
+     * others waiting until the give-up. Both step paths. */
+    for (int ov = 0; ov < 2; ov++) {
+        if (!ov)
+            setenv("DLACCEL_OVERLAP", "0", 1);
+        st = schedule_train(0.02);
+        refused_verdict(ov ? "trainnet \"parallel\" with a schedule function of one rank's own "
+                             "rate (overlapped reductions)"
+                           : "trainnet \"parallel\" with a schedule function of one rank's own "
+                             "rate (DLACCEL_OVERLAP=0)",
+                        st, "LearnRateSchedule gave the learning rate 0.02 where rank 0's gave 0.01");
+        st = schedule_train(-1);
+        snprintf(detail, sizeof detail, "status %d: %s", st, dla_last_error());
+        check(st != DLA_OK &&
+                  strstr(dla_last_error(), last ? "the schedule function gave -1" : failed),
+              ov ? "trainnet \"parallel\" whose schedule function refuses on one rank "
+                   "(overlapped reductions)"
+                 : "trainnet \"parallel\" whose schedule function refuses on one rank "
+                   "(DLACCEL_OVERLAP=0)",
+              detail);
+        st = dla_spmd_barrier();
+        snprintf(detail, sizeof detail, "status %d: %s", st, st ? dla_last_error() : "");
+        check(st == DLA_OK, "  the next collective after it", detail);
+        unsetenv("DLACCEL_OVERLAP");
     }
     st = differ_train(last, 0.01, 4, 10, 2);
     snprintf(detail, sizeof detail, "status %d: %s", st, st ? dla_last_error() : "");
