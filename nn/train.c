@@ -2522,7 +2522,8 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
         st = dla__train_par_agree(&tr.par, st, "set-up");
         if (st == DLA_OK)
             st = dla__train_par_same(&tr.par, &tr.o, tr.loss, dla_mbq_num_observations(tr.train_q),
-                                     tr.val_q ? dla_mbq_num_observations(tr.val_q) : 0);
+                                     tr.val_q ? dla_mbq_num_observations(tr.val_q) : 0, tr.nl,
+                                     tr.lr_factor, tr.l2_factor);
         if (st == DLA_OK && tr.chunk)
             st = dla_set_error(DLA_ERR_INVALID_ARGUMENT,
                                "dla_trainnet: ExecutionEnvironment \"%s\" with SequenceLength "

@@ -52,11 +52,13 @@ void dla__train_par_begin(dla__train_par *p, dla_training_options *o);
 dla_status dla__train_par_agree(const dla__train_par *p, dla_status st, const char *when);
 /* At set-up, after the ranks agreed it went well (collective): what
  * decides the iterations and the updates (the resolved options, the loss,
- * n_train and n_val observations) compared with rank 0's; on a difference
+ * n_train and n_val observations, the nl learnables' learn-rate and L2
+ * factors) compared with rank 0's; on a difference
  * every rank fails with the same message naming the rank and the option
  * (nn/train_par_same.c). */
 dla_status dla__train_par_same(const dla__train_par *p, const dla_training_options *o,
-                               const dla_train_loss *loss, int64_t n_train, int64_t n_val);
+                               const dla_train_loss *loss, int64_t n_train, int64_t n_val,
+                               int nl, const double *lr_factor, const double *l2_factor);
 /* After set-up: rank 0's network to every rank, and *q (the whole data)
  * made this rank's view: its share of each mini-batch (dla__mbq_set_worker);
  * *iterations is the epoch's length, one process's. */

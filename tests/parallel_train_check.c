@@ -108,6 +108,8 @@
  *              hung), or whose ValidationData, read in order and counted
  *              by reading it through, fails on the last rank only (it
  *              returned while the others went on to set-up), or whose
+ *              network has another learn-rate or L2 factor on the last
+ *              rank (each rank trained with its own), or whose
  *              LearnRateSchedule function gives the last rank another
  *              rate from iteration 3 (each rank returned another
  *              network) or refuses there (a negative rate: the ranks'
@@ -875,6 +877,34 @@ static dla_status line_read(void *ctx, int n, dla_tensor **out)
 static int line_hasdata(void *ctx) { return ((line_reader *)ctx)->at < 10; }
 static void line_reset(void *ctx) { ((line_reader *)ctx)->at = 0; }
 
+/* trainnet "parallel" of the line's network whose weights have another
+ * learn-rate factor (l2 0) or L2 factor (l2 1) on the last rank. */
+static dla_status factor_train(int last, int l2)
+{
+    enum { N = 10 };
+    float x[2 * N], t[N];
+    line_data(N, x, t);
+    dla_net *net = line_net("factor: the network"), *trained = NULL;
+    dla_scope_begin();
+    dla_tensor *example = dla_zeros(DLA_F32, "CB", DLA_DIMS(2, 1));
+    if (dla_net_init(net, 1, &example) != DLA_OK)
+        die("factor: init");
+    const char *fc = dla_table_layer(dla_net_learnables(net), 0);
+    if (last && (l2 ? dla_net_set_l2_factor(net, fc, "Weights", 50)
+                    : dla_net_set_learn_rate_factor(net, fc, "Weights", 0)) != DLA_OK)
+        die("factor: the factor");
+    dla_train_data data = {.predictors = dla_tensor_from_host(x, DLA_F32, "CB", DLA_DIMS(2, N)),
+                           .targets = dla_tensor_from_host(t, DLA_F32, "CB", DLA_DIMS(1, N))};
+    dla_training_options o = {.max_epochs = 2, .mini_batch_size = 4, .shuffle = "never",
+                              .execution_environment = "parallel", .verbose = -1,
+                              .l2_regularization = 0.01};
+    dla_status st = dla_trainnet(&data, net, &(dla_train_loss){.name = "mse"}, &o, &trained, NULL);
+    dla_scope_end();
+    dla_net_free(trained);
+    dla_net_free(net);
+    return st;
+}
+
 /* A LearnRateSchedule function that answers otherwise on the last rank
  * from iteration 3 (ctx: the answer there, a rate or -1, refused). */
 static double rank_rate(void *ctx, double initial, int epoch, int iteration)
@@ -1071,6 +1101,15 @@ static void mode_refused(void)
         refused_verdict("trainnet \"parallel\" with DLACCEL_OVERLAP=0 on one rank", st,
                         "overlapped reductions (DLACCEL_OVERLAP) 0 where rank 0 has 1");
     }
+    /* A network whose factors differ on one rank: rank 0's learnables
+     * are broadcast, but each rank updated with its own factors and
+     * returned another network, with DLA_OK. */
+    st = factor_train(last, 0);
+    refused_verdict("trainnet \"parallel\" with a learn-rate factor of one rank's own", st,
+                    "another learn-rate factor of a learnable");
+    st = factor_train(last, 1);
+    refused_verdict("trainnet \"parallel\" with an L2 factor of one rank's own", st,
+                    "another L2 factor of a learnable");
     /* A schedule function whose rate is the last rank's own from
      * iteration 3: each rank updated with its own rate and returned
      * another network, with DLA_OK; and its refusal on that rank alone
