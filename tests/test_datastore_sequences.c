@@ -892,6 +892,11 @@ static void test_targets_of_an_output_with_other_steps_than_its_input(void **sta
             dla_training_info *iv;
             assert_ok(dla_trainnet(&vd, net, &loss, &ov, &b, &iv));
             tu_assert_near(iv->final_validation_accuracy, 100.0 * hits / steps, 1e-9);
+            /* testnet's batches of 3 likewise (the same evaluation). */
+            double acc3;
+            assert_ok(dla_testnet(net, &vd, "accuracy",
+                                  &(dla_predict_options){.mini_batch_size = 3}, &acc3));
+            tu_assert_near(acc3, 100.0 * hits / steps, 1e-9);
             dla_training_info_free(iv);
             dla_net_free(b);
             dla_datastore_free(varied);
