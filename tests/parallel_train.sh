@@ -49,7 +49,7 @@ verdict() {
     if [ "$status" -eq 0 ]; then echo "ok $t - $1"; else
         sed 's/^/#   /' "$tmp/out"; echo "not ok $t - $1 (exit status $status)"; fi
 }
-echo "1..44"
+echo "1..47"
 for n in 1 2 3 4; do
     run "$n" steps
     verdict "$n worker(s) against 1 on 37 observations, 30 SGDM steps; same bits on every rank; two runs alike"
@@ -103,6 +103,13 @@ done
 for n in 2 3; do
     run "$n" dsseq
     verdict "trainnet \"parallel\" on $n workers over a datastore's sequences trains as over the list"
+done
+# Features rarely combined with "parallel": schedules, L2, clipping on the
+# whole batch's gradients, best validation, workers without a share, an
+# LSTM encoder's states into a decoder, a custom layer's state.
+for n in 2 3 4; do
+    run "$n" combos
+    verdict "trainnet \"parallel\" on $n workers with schedules, L2, clipping, best validation, state ports and a custom layer's state trains as \"auto\""
 done
 # An output of half the input's steps, class numbers per step: the
 # accuracy is over the steps that hold a class, unevenly shared.

@@ -83,6 +83,17 @@
  *              over DIR (copies of one image, told apart by their random
  *              transforms only): the losses within 1e-5, each image
  *              transformed as in one process.
+ *   combos     trainnet "parallel" against "auto" with features rarely
+ *              combined with it: learn-rate schedules (piecewise, a
+ *              warm-up then a drop), L2, gradient clipping (global-l2norm
+ *              on the whole batch's gradients, l2norm), adam,
+ *              OutputNetwork "best-validation" with ValidationPatience,
+ *              MiniBatchSize 1 (workers without a share), an LSTM
+ *              encoder's state outputs into a decoder's state inputs over
+ *              left-padded sequences, a custom layer's state in a double
+ *              network: the same iterations, output network and stop
+ *              reason, the loss, the validation loss, the learnables and
+ *              the state within float rounding.
  *   halved     trainnet "parallel" against "auto" on a datastore of
  *              sequences of 4 to 14 steps with class numbers at every
  *              other step, a network whose output has half the input's
@@ -1901,6 +1912,174 @@ static void mode_augment(const char *dir)
     dla_imds_free(ds);
 }
 
+/* --------------------------------------------------------------- combos */
+
+/* Mode combos: trainnet "parallel" against "auto" with features rarely
+ * combined with it. 29 observations of 5 features in 3 classes (11 more
+ * to validate), or sequences of 2 to 11 steps of 2 channels. */
+enum { CB_N = 29, CB_V = 11, CB_F = 5, CB_C = 3 };
+static float cb_x[CB_F * (CB_N + CB_V)];
+static int32_t cb_lab[CB_N + CB_V];
+static dla_seqlist *cb_seqs, *cb_vseqs;
+
+static void combos_data(void)
+{
+    unsigned s = 7;
+    cb_seqs = dla_seqlist_create(2);
+    cb_vseqs = dla_seqlist_create(2);
+    for (int j = 0; j < CB_N + CB_V; j++) {
+        cb_lab[j] = (j * 7 + j / 4) % CB_C;
+        for (int f = 0; f < CB_F; f++) {
+            s = s * 1103515245u + 12345u;
+            cb_x[CB_F * j + f] = (float)((f % CB_C == cb_lab[j]) + ((s >> 16) % 1000) / 1000.0 - 0.5);
+        }
+        float x[2 * 11];
+        const int len = 2 + (j * 5) % 10;
+        for (int k = 0; k < 2 * len; k++)
+            x[k] = (float)(0.4 * cb_lab[j] + 0.1 * ((k * 3 + j) % 5) - 0.3);
+        if (dla_seqlist_append(j < CB_N ? cb_seqs : cb_vseqs, x, len) != DLA_OK)
+            die("combos: the sequences");
+    }
+}
+
+/* kind 0: an MLP; 1: an LSTM encoder whose hidden and cell states feed
+ * a decoder's state inputs (HasStateOutputs, HasStateInputs); 2: an MLP
+ * with a custom layer of state (a running mean per channel) in double. */
+static dla_net *combos_net(int kind)
+{
+    static const dla_layer_type chan = {.type = "chanMean", .initialize = chan_init,
+                                        .predict = avg_predict, .forward = chan_forward};
+    dla_rng_seed(11);
+    if (kind == 1) {
+        dla_layer *l[] = {
+            dla_sequence_input_layer(2, NULL),
+            dla_lstm_layer(4, &(dla_lstm_layer_options){.name = "enc", .has_state_outputs = 1}),
+            dla_lstm_layer(4, &(dla_lstm_layer_options){.name = "dec", .has_state_inputs = 1,
+                                                        .output_mode = "last"}),
+            dla_fc_layer(CB_C, NULL), dla_softmax_layer(NULL)};
+        dla_net *net = dla_net_create(5, l);
+        if (!net || dla_net_connect(net, "enc/hidden", "dec/hidden") != DLA_OK ||
+            dla_net_connect(net, "enc/cell", "dec/cell") != DLA_OK)
+            die("combos: the encoder-decoder");
+        return net;
+    }
+    dla_layer_type_register(&chan);
+    dla_layer *l[] = {dla_feature_input_layer(CB_F, NULL), dla_custom_layer("chanMean", NULL, NULL),
+                      dla_fc_layer(8, NULL), dla_relu_layer(NULL), dla_fc_layer(CB_C, NULL),
+                      dla_softmax_layer(NULL)};
+    dla_net *net = kind ? dla_net_create(6, l)
+                        : dla_net_create(5, (dla_layer *[]){l[0], l[2], l[3], l[4], l[5]});
+    if (!kind)
+        dla_layer_free(l[1]);
+    if (!net)
+        die("combos: the network");
+    if (kind == 2) {
+        dla_scope_begin();
+        dla_tensor *example = dla_zeros(DLA_F32, "CB", DLA_DIMS(CB_F, 1));
+        if (dla_net_init(net, 1, &example) != DLA_OK || dla_net_cast(net, DLA_F64) != DLA_OK)
+            die("combos: the double network");
+        dla_scope_end();
+    }
+    return net;
+}
+
+static void combos_train(int kind, dla_training_options o, int val, const char *env,
+                         dla_net **trained, dla_training_info **info)
+{
+    dla_net *net = combos_net(kind);
+    dla_scope_begin();
+    dla_train_data d = {.targets = dla_tensor_from_host(cb_lab, DLA_I32, "", DLA_DIMS(1, CB_N))};
+    dla_train_data v = {.targets = dla_tensor_from_host(cb_lab + CB_N, DLA_I32, "",
+                                                        DLA_DIMS(1, CB_V))};
+    if (kind == 1) {
+        d.sequences = cb_seqs;
+        v.sequences = cb_vseqs;
+    } else {
+        d.predictors = dla_tensor_from_host(cb_x, DLA_F32, "CB", DLA_DIMS(CB_F, CB_N));
+        v.predictors = dla_tensor_from_host(cb_x + CB_F * CB_N, DLA_F32, "CB",
+                                            DLA_DIMS(CB_F, CB_V));
+    }
+    o.execution_environment = env;
+    o.verbose = -1;
+    o.metrics = "accuracy";
+    o.validation_data = val ? &v : NULL;
+    if (dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, trained, info) !=
+        DLA_OK)
+        die("combos: trainnet");
+    dla_scope_end();
+    dla_net_free(net);
+}
+
+static void mode_combos(void)
+{
+    combos_data();
+    static const dla_learn_rate_schedule drop = {.method = "piecewise", .drop_period = 1,
+                                                 .drop_factor = 0.5};
+    const struct {
+        const char *what;
+        int kind, val;
+        dla_training_options o;
+    } cases[] = {
+        {"a piecewise schedule, L2 and global-l2norm clipping", 0, 0,
+         {.max_epochs = 4, .mini_batch_size = 7, .initial_learn_rate = 0.1,
+          .learn_rate_schedule = {.method = "piecewise", .drop_period = 1, .drop_factor = 0.5},
+          .l2_regularization = 0.01, .gradient_threshold = 0.05,
+          .gradient_threshold_method = "global-l2norm", .shuffle = "every-epoch"}},
+        {"adam, l2norm clipping, a warm-up then a drop", 0, 1,
+         {.solver = "adam", .max_epochs = 3, .mini_batch_size = 6, .initial_learn_rate = 0.01,
+          .learn_rate_schedule = {.method = "warmup", .period = 3, .next = &drop},
+          .gradient_threshold = 0.02, .gradient_threshold_method = "l2norm",
+          .validation_frequency = 2}},
+        {"OutputNetwork \"best-validation\", ValidationPatience", 0, 1,
+         {.max_epochs = 30, .mini_batch_size = 8, .initial_learn_rate = 0.5,
+          .validation_frequency = 1, .validation_patience = 2,
+          .output_network = "best-validation"}},
+        {"MiniBatchSize 1 (workers without a share)", 0, 1,
+         {.max_epochs = 1, .mini_batch_size = 1, .initial_learn_rate = 0.05,
+          .validation_frequency = 10}},
+        {"an encoder's states into a decoder's, padded sequences, best validation", 1, 1,
+         {.max_epochs = 3, .mini_batch_size = 5, .initial_learn_rate = 0.05,
+          .validation_frequency = 3, .output_network = "best-validation",
+          .sequence_padding_direction = "left", .gradient_threshold = 0.1,
+          .gradient_threshold_method = "global-l2norm"}},
+        {"an encoder-decoder, MiniBatchSize 2", 1, 0,
+         {.max_epochs = 1, .mini_batch_size = 2, .initial_learn_rate = 0.05}},
+        {"a custom layer's state, double, MiniBatchSize 3", 2, 1,
+         {.max_epochs = 2, .mini_batch_size = 3, .initial_learn_rate = 0.05,
+          .validation_frequency = 4, .l2_regularization = 0.01}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        dla_net *na = NULL, *np = NULL;
+        dla_training_info *ia = NULL, *ip = NULL;
+        combos_train(cases[c].kind, cases[c].o, cases[c].val, "auto", &na, &ia);
+        combos_train(cases[c].kind, cases[c].o, cases[c].val, "parallel", &np, &ip);
+        const int same_its = ia->iterations == ip->iterations && ia->validations == ip->validations;
+        const double wl = same_its ? worst(ip->training_loss, ia->training_loss, ia->iterations)
+                                   : INFINITY;
+        const double wr = same_its ? worst(ip->learn_rate, ia->learn_rate, ia->iterations) : INFINITY;
+        const double wv = same_its ? worst(ip->validation_loss, ia->validation_loss, ia->validations)
+                                   : INFINITY;
+        const double ww = worst_values(np, na, 0), ws = worst_values(np, na, 1);
+        char detail[512];
+        snprintf(detail, sizeof detail, "%lld and %lld iterations, output network of iteration "
+                 "%lld and %lld; loss within %.1e, learning rate %.1e, validation loss %.1e, "
+                 "learnables %.1e, state %.1e", (long long)ip->iterations,
+                 (long long)ia->iterations, (long long)ip->output_network_iteration,
+                 (long long)ia->output_network_iteration, wl, wr, wv, ww, ws);
+        check(same_its && ip->output_network_iteration == ia->output_network_iteration &&
+                  !strcmp(ip->stop_reason, ia->stop_reason) && wl < 1e-6 && wr == 0 &&
+                  wv < 1e-6 && ww < 1e-5 && ws < 1e-5,
+              cases[c].what, detail);
+        check(same_everywhere(digest(np)), "  the same network on every rank", "");
+        dla_training_info_free(ia);
+        dla_training_info_free(ip);
+        dla_net_free(na);
+        dla_net_free(np);
+    }
+    dla_seqlist_free(cb_seqs);
+    dla_seqlist_free(cb_vseqs);
+}
+
 /* Observation i of mode halved: a 2 x 1 x L sequence (L of 4 to 14
  * steps) and class numbers at every other step (what a stride-2
  * convolution over T gives): 1 x 1 x L/2. */
@@ -2004,10 +2183,12 @@ int main(int argc, char **argv)
         mode_refused();
     else if (!strcmp(mode, "halved"))
         mode_halved();
+    else if (!strcmp(mode, "combos"))
+        mode_combos();
     else {
         fprintf(stderr, "usage: parallel_train_check steps | bn | state | trainnet DIR [EPOCHS] | "
                         "resume DIR | overlap | device | refused | global | seq2seq | dsseq | nan | "
-                        "dropout | halved | "
+                        "dropout | halved | combos | "
                         "badfile DIR | "
                         "augment DIR\n");
         return 2;
