@@ -37,10 +37,12 @@ if [ "${DLA_TEST_SANITIZER:-none}" = address ]; then
     ASAN_OPTIONS="fast_unwind_on_malloc=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
     export ASAN_OPTIONS
 fi
-# mpirun N ARGS...: the check under a timeout, output in $tmp/out.
+# mpirun N ARGS...: the check under a timeout, output in $tmp/out. With
+# -k, as tests/spmd.sh: an mpirun whose ranks had all ended was seen
+# ignoring timeout's SIGTERM for ten minutes (Open MPI 4.1.4).
 run() {
     n=$1; shift
-    timeout 120 mpirun --oversubscribe --tag-output -np "$n" "$check" "$@" >"$tmp/out" 2>&1
+    timeout -k 5 120 mpirun --oversubscribe --tag-output -np "$n" "$check" "$@" >"$tmp/out" 2>&1
     status=$?
 }
 t=0
@@ -162,7 +164,7 @@ ex="$DLA_TEST_BUILDDIR/examples"
 example() {
     name=$1; shift
     t=$((t + 1))
-    (cd "$tmp" && timeout 300 mpirun --oversubscribe --tag-output -np 2 "$ex/$name" "$@") >"$tmp/out" 2>&1
+    (cd "$tmp" && timeout -k 5 300 mpirun --oversubscribe --tag-output -np 2 "$ex/$name" "$@") >"$tmp/out" 2>&1
     status=$?
     acc=$(sed -n 's/.*test accuracy: \([0-9.]*\)%.*/\1/p' "$tmp/out" | head -n 1)
     lines=$(grep -c 'test accuracy:' "$tmp/out")
@@ -181,7 +183,7 @@ example cnn_fmnist --parallel --small --chart "$tmp/c.svg"
 # leave each rank one core anyway), each of 2 ranks takes half the CPUs
 # and says so.
 t=$((t + 1))
-env -u OMP_NUM_THREADS DLACCEL_LOG=info timeout 60 mpirun --oversubscribe --bind-to none -np 2 \
+env -u OMP_NUM_THREADS DLACCEL_LOG=info timeout -k 5 60 mpirun --oversubscribe --bind-to none -np 2 \
     "$DLA_TEST_BUILDDIR/tools/dlaccel" devices >"$tmp/out" 2>&1
 status=$?
 cpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
