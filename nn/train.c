@@ -82,6 +82,10 @@ typedef struct trainer {
     int64_t updated;             /* the last iteration whose update was applied */
     int64_t validated;           /* the last iteration validated (0: none) */
     int64_t reported;            /* the last iteration whose table row was printed */
+    /* In parallel, a row without validation figures waits for the ranks'
+     * agreement on stopping (held_row set: run_epochs prints it). */
+    dla_training_state held;
+    int held_row;
     dla_tensor *class_list;      /* 0..K-1 along C, to one-hot class numbers */
     dla__train_par par;          /* the workers of "parallel" and "multi-gpu" */
     struct {                     /* solver "lbfgs" */
@@ -304,11 +308,18 @@ static dla_status mean_of(dla_tensor *x, dla_tensor *m, double count, double *v)
 
 /* Percent of observations (and time steps) whose largest output is the
  * target's; the root mean squared error over every element. Padded steps
- * (the batch's mask) count in neither. */
+ * (the batch's mask) count in neither. *acc_over (may be NULL) is the
+ * number of steps the accuracy is a mean over where they are the steps
+ * that hold a class (class numbers per step of an output of other steps
+ * than the input's), else -1: the batch's figures are then combined
+ * (validation batches, "parallel" workers) by that count, not by
+ * observations. */
 static dla_status metrics_of(const trainer *tr, dla_tensor *y, dla_tensor *t, double *acc,
-                             double *rmse)
+                             double *rmse, double *acc_over)
 {
     *acc = *rmse = NAN;
+    if (acc_over)
+        *acc_over = -1;
     dla_status st = DLA_OK;
     dla_tensor *m = mask_for(tr, y);
     if (tr->metrics & DLA__METRIC_ACCURACY) {
@@ -343,6 +354,8 @@ static dla_status metrics_of(const trainer *tr, dla_tensor *y, dla_tensor *t, do
             am = dla_gt(sum, dla_tensor_to_device(dla_zeros(dla_tensor_dtype(sum), "", 0, NULL),
                                                   dla_tensor_device(sum)));
             st = scalar_of(dla_sum(dla_cast(am, DLA_F64), 0, NULL), &count);
+            if (acc_over)
+                *acc_over = count;
         }
         if (st == DLA_OK)
             st = mean_of(hit, am, count, acc);
@@ -1142,7 +1155,7 @@ static dla_status validate(trainer *tr, double *loss, double *acc, double *rmse)
             saved[i] = dla_tensor_retain(dla_table_value(dla_net_state(tr->net), i));
         st = dla_net_reset_state(tr->net);
     }
-    double sl = 0, sa = 0, sr = 0, count = 0, elems = 0;
+    double sl = 0, sa = 0, sr = 0, count = 0, elems = 0, acount = 0;
     /* The training batch's mask (L-BFGS keeps its one) comes back after. */
     dla_tensor *train_mask = tr->mask;
     const double train_steps = tr->mask_steps;
@@ -1159,11 +1172,11 @@ static dla_status validate(trainer *tr, double *loss, double *acc, double *rmse)
         dla_tensor *t = st == DLA_OK ? targets_for_loss(tr, b[1], y) : NULL;
         if (st == DLA_OK)
             st = loss_of(tr, y, t, &l);
-        double a, r, lv;
+        double a, r, lv, aover;
         if (st == DLA_OK)
             st = scalar_of(l, &lv);
         if (st == DLA_OK)
-            st = metrics_of(tr, y, t, &a, &r);
+            st = metrics_of(tr, y, t, &a, &r, &aover);
         if (st == DLA_OK) {
             /* A sequence-to-sequence batch weighs its valid steps (its
              * figures are means over them), so that the whole is a mean
@@ -1171,7 +1184,13 @@ static dla_status validate(trainer *tr, double *loss, double *acc, double *rmse)
             const int seq = steps_of(y, m);
             double nb = seq ? tr->mask_steps : (double)dla_tensor_dim(y, obs_dim(y));
             sl += lv * nb;
-            sa += a * nb;
+            /* An accuracy over the steps that hold a class weighs them
+             * (the batches' accuracies weighted by observations were not
+             * the whole data's, nor testnet's); a batch without one adds
+             * nothing. */
+            const double aw = aover >= 0 ? aover : nb;
+            sa += aw > 0 ? a * aw : 0;
+            acount += aw;
             double ne = seq ? tr->mask_steps * (double)dla_tensor_numel(y) / (double)dla_tensor_numel(m)
                             : (double)dla_tensor_numel(y);
             sr += r * r * ne;
@@ -1193,7 +1212,7 @@ static dla_status validate(trainer *tr, double *loss, double *acc, double *rmse)
     if (st == DLA_OK && count > 0) {
         *loss = sl / count;
         if (tr->metrics & DLA__METRIC_ACCURACY)
-            *acc = sa / count;
+            *acc = sa / acount;
         if (tr->metrics & DLA__METRIC_RMSE)
             *rmse = sqrt(sr / elems);
     }
@@ -1465,8 +1484,13 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *m, dla_tensor 
         dla_free(out);
         char msg[512];
         snprintf(msg, sizeof msg, "%s", dla_last_error());
-        return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: %s", tr->fn, msg);
+        dla_set_error(DLA_ERR_INVALID_ARGUMENT, "%s: %s", tr->fn, msg);
+        /* A function's refusal may be this rank's alone: it meets the
+         * others in the iteration's collectives with it (it skipped them,
+         * and they waited out of step until the give-up). */
+        return dla__train_par_failed_batch(&tr->par, DLA_ERR_INVALID_ARGUMENT);
     }
+    tr->par.learn_rate = s.learn_rate;
     dla_scope_begin();
     /* The targets the loss sees: one-hot for class numbers, in Y's dtype
      * (single unless the network is double). */
@@ -1529,10 +1553,11 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *m, dla_tensor 
     }
     if (st == DLA_OK && !diverged && (st = update(tr, grads, s.learn_rate)) == DLA_OK)
         tr->updated = tr->iteration;
+    double acc_over = -1;
     if (st == DLA_OK)
-        st = metrics_of(tr, out[1], tl, &s.training_accuracy, &s.training_rmse);
+        st = metrics_of(tr, out[1], tl, &s.training_accuracy, &s.training_rmse, &acc_over);
     st = dla__train_par_metrics(&tr->par, st, tr->metrics,
-                                st == DLA_OK && metrics_by_steps(tr, out[1]),
+                                st == DLA_OK && metrics_by_steps(tr, out[1]), acc_over,
                                 &s.training_accuracy, &s.training_rmse);
     tr->mask = tr->batch_mask = NULL;
     dla_scope_end();
@@ -1620,8 +1645,19 @@ static dla_status finish_iteration(trainer *tr, dla_training_state *sp, int last
      * prints this row with the returned network's figures; printed here
      * too, the table showed the iteration twice. Without validation data
      * the row of such a stop is printed here (it was missing). */
-    if (tr->o.verbose && (row || fn_stop) && !(fn_stop && tr->val_q && !validated))
-        report_row(tr, &s, validated);
+    if (tr->o.verbose && (row || fn_stop) && !(fn_stop && tr->val_q && !validated)) {
+        /* In parallel, another rank's OutputFcn may still stop training
+         * here (the ranks agree after the iteration): the final
+         * validation then prints this row with its figures, as one
+         * process does. Printed now, it lacked them (and the final
+         * validation could not print it again). */
+        if (tr->par.on && tr->val_q && !validated && !*stop) {
+            tr->held = s;
+            tr->held_row = 1;
+        } else {
+            report_row(tr, &s, validated);
+        }
+    }
     return DLA_OK;
 }
 
@@ -1792,7 +1828,8 @@ static dla_status iterate_lbfgs(trainer *tr, int last, int *stop)
             st = dla_net_set_state(tr->net, tr->ns, tr->lb.state_out);
         if (st == DLA_OK) {
             dla_scope_begin();
-            st = metrics_of(tr, tr->lb.y, tr->lb.t, &s.training_accuracy, &s.training_rmse);
+            st = metrics_of(tr, tr->lb.y, tr->lb.t, &s.training_accuracy, &s.training_rmse,
+                            NULL);
             dla_scope_end();
         }
         if (st != DLA_OK) {
@@ -1919,6 +1956,11 @@ static dla_status run_epochs(trainer *tr)
             }
             dla_scope_end();
             st = dla__train_par_end(&tr->par, st, &stop);
+            /* The row held for the agreement: printed unless the
+             * final validation prints it (an agreed stop). */
+            if (tr->held_row && (st != DLA_OK || !stop))
+                report_row(tr, &tr->held, 0);
+            tr->held_row = 0;
             /* Another rank's OutputFcn asked (the only stop the ranks do
              * not each decide alike): this rank says why too, instead of
              * an empty reason ("Training finished: ." at rank 0). */
@@ -2480,7 +2522,8 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
         st = dla__train_par_agree(&tr.par, st, "set-up");
         if (st == DLA_OK)
             st = dla__train_par_same(&tr.par, &tr.o, tr.loss, dla_mbq_num_observations(tr.train_q),
-                                     tr.val_q ? dla_mbq_num_observations(tr.val_q) : 0);
+                                     tr.val_q ? dla_mbq_num_observations(tr.val_q) : 0, tr.nl,
+                                     tr.lr_factor, tr.l2_factor);
         if (st == DLA_OK && tr.chunk)
             st = dla_set_error(DLA_ERR_INVALID_ARGUMENT,
                                "dla_trainnet: ExecutionEnvironment \"%s\" with SequenceLength "

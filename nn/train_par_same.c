@@ -11,7 +11,8 @@
  * out of step, and the next collective hung until
  * DLACCEL_COLLECTIVE_FAIL_AFTER broke the world. So at set-up the ranks
  * gather what decides the iterations and the updates (the resolved
- * options, the loss, the numbers of observations) and compare it with
+ * options, the loss, the numbers of observations, the network's learn-rate
+ * and L2 factors) and compare it with
  * rank 0's: on a difference every rank fails with the same message
  * naming the rank and the option. So are the environment variables
  * that decide which collectives a step makes (DLACCEL_BUCKET_MIB,
@@ -62,6 +63,15 @@ static double schedule_key(const dla_learn_rate_schedule *ls)
     return (double)(uint32_t)(h ^ (h >> 32));
 }
 
+/* A digest of n factors (NULL: none). */
+static double factors_key(int n, const double *f)
+{
+    uint64_t h = 1469598103934665603ull;
+    if (f)
+        h = mix(h, f, sizeof *f * (size_t)n);
+    return (double)(uint32_t)(h ^ (h >> 32));
+}
+
 typedef struct field {
     const char *name;
     double v;
@@ -71,7 +81,8 @@ typedef struct field {
 #define MAX_FIELDS 40
 
 static int fields_of(const dla__train_par *p, const dla_training_options *o,
-                     const dla_train_loss *loss, int64_t n_train, int64_t n_val, field *f)
+                     const dla_train_loss *loss, int64_t n_train, int64_t n_val, int nl,
+                     const double *lr_factor, const double *l2_factor, field *f)
 {
     int n = 0;
 #define NUM(nm, val) f[n++] = (field){nm, (double)(val), 0}
@@ -89,6 +100,14 @@ static int fields_of(const dla__train_par *p, const dla_training_options *o,
     NUM("SquaredGradientDecayFactor", o->squared_gradient_decay_factor);
     NUM("Epsilon", o->epsilon);
     NUM("L2Regularization", o->l2_regularization);
+    /* The network's own factors: rank 0's learnables are broadcast, but
+     * each rank trains with its own network's factors, so another one on
+     * a rank (a layer frozen there) gave each rank another network. */
+    NUM("the number of learnables", nl);
+    f[n++] = (field){"learn-rate factor of a learnable (dla_net_set_learn_rate_factor)",
+                     factors_key(nl, lr_factor), 1};
+    f[n++] = (field){"L2 factor of a learnable (dla_net_set_l2_factor)",
+                     factors_key(nl, l2_factor), 1};
     NUM("GradientThreshold", o->gradient_threshold);
     STR("GradientThresholdMethod", o->gradient_threshold_method);
     STR("Shuffle", o->shuffle);
@@ -120,12 +139,13 @@ static int same(double a, double b)
 }
 
 dla_status dla__train_par_same(const dla__train_par *p, const dla_training_options *o,
-                               const dla_train_loss *loss, int64_t n_train, int64_t n_val)
+                               const dla_train_loss *loss, int64_t n_train, int64_t n_val,
+                               int nl, const double *lr_factor, const double *l2_factor)
 {
     if (!p->on || p->size == 1)
         return DLA_OK;
     field f[MAX_FIELDS];
-    const int n = fields_of(p, o, loss, n_train, n_val, f);
+    const int n = fields_of(p, o, loss, n_train, n_val, nl, lr_factor, l2_factor, f);
     double mine[MAX_FIELDS];
     for (int i = 0; i < n; i++)
         mine[i] = f[i].v;

@@ -270,15 +270,27 @@ static double share_of(const dla__train_par *p, int by_steps)
 /* Every rank's observations and valid steps of this batch, summed. */
 static dla_status agree_batch(dla__train_par *p, dla_status st, const char *when)
 {
-    double mine[2] = {p->mine_count, p->mine_steps}, all[1024 * 3];
-    st = agree_with(p, st, when, 2, mine, all);
+    double mine[3] = {p->mine_count, p->mine_steps, p->learn_rate}, all[1024 * 4];
+    st = agree_with(p, st, when, 3, mine, all);
     if (st != DLA_OK)
         return st;
     p->step_global = p->steps_global = 0;
     for (int r = 0; r < p->size; r++) {
-        p->step_global += all[3 * r + 1];
-        p->steps_global += all[3 * r + 2];
+        p->step_global += all[4 * r + 1];
+        p->steps_global += all[4 * r + 2];
     }
+    /* The same update on every rank needs the same rate: a schedule
+     * function that answers otherwise on one rank (its own clock, state
+     * of its own) left each rank with another network, with DLA_OK. The
+     * same gathered values give every rank the same verdict. */
+    for (int r = 1; r < p->size; r++)
+        if (!(all[4 * r + 3] == all[3]))
+            return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                                 "ExecutionEnvironment \"parallel\": rank %d's LearnRateSchedule "
+                                 "gave the learning rate %.17g where rank 0's gave %.17g (every "
+                                 "rank updates alike: a schedule function must give every rank "
+                                 "the same rate)",
+                                 r, all[4 * r + 3], all[3]);
     return DLA_OK;
 }
 
@@ -408,11 +420,16 @@ dla_status dla__train_par_step(dla__train_par *p, dla_status st, dla_net *net, i
 }
 
 dla_status dla__train_par_metrics(dla__train_par *p, dla_status st, int metrics, int by_steps,
-                                  double *acc, double *rmse)
+                                  double acc_over, double *acc, double *rmse)
 {
     if (!p->on || p->size == 1)
         return st;
     double w = by_steps ? p->mine_steps : p->mine_count;
+    /* An accuracy over the steps that hold a class (class numbers per
+     * step of an output of other steps than the input's) weighs them:
+     * weighted by observations, the workers' accuracies were not the
+     * batch's when their shares held other numbers of such steps. */
+    double aw = acc_over >= 0 && w > 0 ? acc_over : w;
     /* Accuracy is a mean over observations (or valid steps), RMSE the
      * root of a mean over elements (observations or valid steps times
      * the same dims on every worker). A NaN of a worker with a share makes
@@ -420,18 +437,19 @@ dla_status dla__train_par_metrics(dla__train_par *p, dla_status st, int metrics,
      * and the other workers reported their own shares' as the batch's); a
      * worker without one adds nothing, whatever its placeholder gave. */
     const int a_on = (metrics & DLA__METRIC_ACCURACY) != 0, r_on = (metrics & DLA__METRIC_RMSE) != 0;
-    double mine[3] = {w, a_on && w > 0 ? w * *acc : 0, r_on && w > 0 ? w * *rmse * *rmse : 0};
-    double all[1024 * 4];
-    st = agree_with(p, st, "the metrics", 3, mine, all);
+    double mine[4] = {w, aw, a_on && aw > 0 ? aw * *acc : 0, r_on && w > 0 ? w * *rmse * *rmse : 0};
+    double all[1024 * 5];
+    st = agree_with(p, st, "the metrics", 4, mine, all);
     if (st != DLA_OK)
         return st;
-    double n = 0, a = 0, r = 0;
+    double n = 0, na = 0, a = 0, r = 0;
     for (int k = 0; k < p->size; k++) {
-        n += all[4 * k + 1];
-        a += all[4 * k + 2];
-        r += all[4 * k + 3];
+        n += all[5 * k + 1];
+        na += all[5 * k + 2];
+        a += all[5 * k + 3];
+        r += all[5 * k + 4];
     }
-    *acc = a_on ? a / n : NAN;
+    *acc = a_on ? a / na : NAN;
     *rmse = r_on ? sqrt(r / n) : NAN;
     return DLA_OK;
 }
@@ -450,7 +468,7 @@ dla_status dla__train_par_failed_batch(dla__train_par *p, dla_status st)
     dla__train_par_step(p, st, NULL, 0, 0, 0, 0, NULL);
     dla_set_error(st, "%s", msg);
     double nan = NAN, nan2 = NAN;
-    dla__train_par_metrics(p, st, 0, 0, &nan, &nan2);
+    dla__train_par_metrics(p, st, 0, 0, -1, &nan, &nan2);
     return dla_set_error(st, "%s", msg);
 }
 

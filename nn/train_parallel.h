@@ -28,6 +28,10 @@ typedef struct dla__train_par {
      * without a share), and the whole batch's; this step's share of it. */
     double mine_count, mine_steps, step_global, steps_global;
     double weight;
+    /* This iteration's learning rate (the schedule's, a function's may
+     * differ by rank): compared with rank 0's where the workers agree on
+     * the batch, before the update. */
+    double learn_rate;
     /* after: from the backward's end until the gradients are combined
      * (both paths; with the step's agreement, without the state's). */
     double flight_seconds, after_seconds;
@@ -48,11 +52,13 @@ void dla__train_par_begin(dla__train_par *p, dla_training_options *o);
 dla_status dla__train_par_agree(const dla__train_par *p, dla_status st, const char *when);
 /* At set-up, after the ranks agreed it went well (collective): what
  * decides the iterations and the updates (the resolved options, the loss,
- * n_train and n_val observations) compared with rank 0's; on a difference
+ * n_train and n_val observations, the nl learnables' learn-rate and L2
+ * factors) compared with rank 0's; on a difference
  * every rank fails with the same message naming the rank and the option
  * (nn/train_par_same.c). */
 dla_status dla__train_par_same(const dla__train_par *p, const dla_training_options *o,
-                               const dla_train_loss *loss, int64_t n_train, int64_t n_val);
+                               const dla_train_loss *loss, int64_t n_train, int64_t n_val,
+                               int nl, const double *lr_factor, const double *l2_factor);
 /* After set-up: rank 0's network to every rank, and *q (the whole data)
  * made this rank's view: its share of each mini-batch (dla__mbq_set_worker);
  * *iterations is the epoch's length, one process's. */
@@ -84,9 +90,11 @@ dla_status dla__train_par_step(dla__train_par *p, dla_status st, dla_net *net, i
 /* The mini-batch metrics of this rank's batch (metrics: the
  * DLA__METRIC_* bits computed; NaN the others) made whole-batch, weighted
  * by its valid steps when by_steps (metrics over them), else by its
- * observations; with st agreed. */
+ * observations; the accuracy by acc_over instead where that is not
+ * negative (the number of steps it is a mean over: those that hold a
+ * class); with st agreed. */
 dla_status dla__train_par_metrics(dla__train_par *p, dla_status st, int metrics, int by_steps,
-                                  double *acc, double *rmse);
+                                  double acc_over, double *acc, double *rmse);
 /* A rank whose batch could not be made (st, the last error saying why)
  * takes part in the iteration's meetings as iterate's step does with a
  * failure, so that every rank fails there with "rank r failed" instead of

@@ -63,7 +63,9 @@
  *              (the other workers' finite figures alone were reported).
  *              Also an OutputFcn that stops on the last rank only: every
  *              rank stops at that iteration, with the stop reason
- *              "Stopped by OutputFcn" (the others' was empty).
+ *              "Stopped by OutputFcn" (the others' was empty), and rank
+ *              0's table is one process's (the stop's row printed once,
+ *              with the final validation's figures: they were missing).
  *   dropout    trainnet "parallel" against "auto" with a dropout (and a
  *              spatial dropout) layer, 13 observations in mini-batches of
  *              5 and 4: the loss and the learnables within 1e-6 (every
@@ -81,6 +83,24 @@
  *              over DIR (copies of one image, told apart by their random
  *              transforms only): the losses within 1e-5, each image
  *              transformed as in one process.
+ *   combos     trainnet "parallel" against "auto" with features rarely
+ *              combined with it: learn-rate schedules (piecewise, a
+ *              warm-up then a drop), L2, gradient clipping (global-l2norm
+ *              on the whole batch's gradients, l2norm), adam,
+ *              OutputNetwork "best-validation" with ValidationPatience,
+ *              MiniBatchSize 1 (workers without a share), an LSTM
+ *              encoder's state outputs into a decoder's state inputs over
+ *              left-padded sequences, a custom layer's state in a double
+ *              network: the same iterations, output network and stop
+ *              reason, the loss, the validation loss, the learnables and
+ *              the state within float rounding.
+ *   halved     trainnet "parallel" against "auto" on a datastore of
+ *              sequences of 4 to 14 steps with class numbers at every
+ *              other step, a network whose output has half the input's
+ *              steps: the loss and the accuracy (a mean over the steps
+ *              that hold a class) of every iteration the same within
+ *              float rounding (the workers' accuracies were weighted by
+ *              observations: 40.40% where one process had 40.00%).
  *   refused    (2 ranks or more) the last rank refuses its own arguments
  *              of a collective the others make (dla_spmd_combine with a
  *              weight NaN, with an error tensor; dla_spmd_combine_state
@@ -98,7 +118,13 @@
  *              the option (they trained on their own terms with DLA_OK, or
  *              hung), or whose ValidationData, read in order and counted
  *              by reading it through, fails on the last rank only (it
- *              returned while the others went on to set-up), and then
+ *              returned while the others went on to set-up), or whose
+ *              network has another learn-rate or L2 factor on the last
+ *              rank (each rank trained with its own), or whose
+ *              LearnRateSchedule function gives the last rank another
+ *              rate from iteration 3 (each rank returned another
+ *              network) or refuses there (a negative rate: the ranks'
+ *              collectives went out of step until the give-up), and then
  *              trains when called alike.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -862,6 +888,63 @@ static dla_status line_read(void *ctx, int n, dla_tensor **out)
 static int line_hasdata(void *ctx) { return ((line_reader *)ctx)->at < 10; }
 static void line_reset(void *ctx) { ((line_reader *)ctx)->at = 0; }
 
+/* trainnet "parallel" of the line's network whose weights have another
+ * learn-rate factor (l2 0) or L2 factor (l2 1) on the last rank. */
+static dla_status factor_train(int last, int l2)
+{
+    enum { N = 10 };
+    float x[2 * N], t[N];
+    line_data(N, x, t);
+    dla_net *net = line_net("factor: the network"), *trained = NULL;
+    dla_scope_begin();
+    dla_tensor *example = dla_zeros(DLA_F32, "CB", DLA_DIMS(2, 1));
+    if (dla_net_init(net, 1, &example) != DLA_OK)
+        die("factor: init");
+    const char *fc = dla_table_layer(dla_net_learnables(net), 0);
+    if (last && (l2 ? dla_net_set_l2_factor(net, fc, "Weights", 50)
+                    : dla_net_set_learn_rate_factor(net, fc, "Weights", 0)) != DLA_OK)
+        die("factor: the factor");
+    dla_train_data data = {.predictors = dla_tensor_from_host(x, DLA_F32, "CB", DLA_DIMS(2, N)),
+                           .targets = dla_tensor_from_host(t, DLA_F32, "CB", DLA_DIMS(1, N))};
+    dla_training_options o = {.max_epochs = 2, .mini_batch_size = 4, .shuffle = "never",
+                              .execution_environment = "parallel", .verbose = -1,
+                              .l2_regularization = 0.01};
+    dla_status st = dla_trainnet(&data, net, &(dla_train_loss){.name = "mse"}, &o, &trained, NULL);
+    dla_scope_end();
+    dla_net_free(trained);
+    dla_net_free(net);
+    return st;
+}
+
+/* A LearnRateSchedule function that answers otherwise on the last rank
+ * from iteration 3 (ctx: the answer there, a rate or -1, refused). */
+static double rank_rate(void *ctx, double initial, int epoch, int iteration)
+{
+    (void)epoch;
+    return rank == size - 1 && iteration >= 3 ? *(const double *)ctx : initial;
+}
+
+static dla_status schedule_train(double there)
+{
+    enum { N = 10 };
+    float x[2 * N], t[N];
+    line_data(N, x, t);
+    dla_net *net = line_net("schedule: the network"), *trained = NULL;
+    dla_scope_begin();
+    dla_train_data data = {.predictors = dla_tensor_from_host(x, DLA_F32, "CB", DLA_DIMS(2, N)),
+                           .targets = dla_tensor_from_host(t, DLA_F32, "CB", DLA_DIMS(1, N))};
+    dla_training_options o = {.max_epochs = 2, .mini_batch_size = 4, .shuffle = "never",
+                              .execution_environment = "parallel", .verbose = -1,
+                              .initial_learn_rate = 0.01,
+                              .learn_rate_schedule = {.method = "custom", .fn = rank_rate,
+                                                      .fn_ctx = &there}};
+    dla_status st = dla_trainnet(&data, net, &(dla_train_loss){.name = "mse"}, &o, &trained, NULL);
+    dla_scope_end();
+    dla_net_free(trained);
+    dla_net_free(net);
+    return st;
+}
+
 /* trainnet "parallel" whose ValidationData, read in order and counted by
  * reading it through, fails on the last rank only (fail_at): every rank
  * fails naming it (that rank returned at once, the others went on into
@@ -1028,6 +1111,43 @@ static void mode_refused(void)
             unsetenv("DLACCEL_OVERLAP");
         refused_verdict("trainnet \"parallel\" with DLACCEL_OVERLAP=0 on one rank", st,
                         "overlapped reductions (DLACCEL_OVERLAP) 0 where rank 0 has 1");
+    }
+    /* A network whose factors differ on one rank: rank 0's learnables
+     * are broadcast, but each rank updated with its own factors and
+     * returned another network, with DLA_OK. */
+    st = factor_train(last, 0);
+    refused_verdict("trainnet \"parallel\" with a learn-rate factor of one rank's own", st,
+                    "another learn-rate factor of a learnable");
+    st = factor_train(last, 1);
+    refused_verdict("trainnet \"parallel\" with an L2 factor of one rank's own", st,
+                    "another L2 factor of a learnable");
+    /* A schedule function whose rate is the last rank's own from
+     * iteration 3: each rank updated with its own rate and returned
+     * another network, with DLA_OK; and its refusal on that rank alone
+     * (a negative rate) left the ranks' collectives out of step, the
+     * others waiting until the give-up. Both step paths. */
+    for (int ov = 0; ov < 2; ov++) {
+        if (!ov)
+            setenv("DLACCEL_OVERLAP", "0", 1);
+        st = schedule_train(0.02);
+        refused_verdict(ov ? "trainnet \"parallel\" with a schedule function of one rank's own "
+                             "rate (overlapped reductions)"
+                           : "trainnet \"parallel\" with a schedule function of one rank's own "
+                             "rate (DLACCEL_OVERLAP=0)",
+                        st, "LearnRateSchedule gave the learning rate 0.02 where rank 0's gave 0.01");
+        st = schedule_train(-1);
+        snprintf(detail, sizeof detail, "status %d: %s", st, dla_last_error());
+        check(st != DLA_OK &&
+                  strstr(dla_last_error(), last ? "the schedule function gave -1" : failed),
+              ov ? "trainnet \"parallel\" whose schedule function refuses on one rank "
+                   "(overlapped reductions)"
+                 : "trainnet \"parallel\" whose schedule function refuses on one rank "
+                   "(DLACCEL_OVERLAP=0)",
+              detail);
+        st = dla_spmd_barrier();
+        snprintf(detail, sizeof detail, "status %d: %s", st, st ? dla_last_error() : "");
+        check(st == DLA_OK, "  the next collective after it", detail);
+        unsetenv("DLACCEL_OVERLAP");
     }
     st = differ_train(last, 0.01, 4, 10, 2);
     snprintf(detail, sizeof detail, "status %d: %s", st, st ? dla_last_error() : "");
@@ -1504,8 +1624,79 @@ static dla_status stop_train(dla_training_info **info)
     return st;
 }
 
+/* The stop's table row: 10 observations, 5 of them validated every 4
+ * iterations, a row for every iteration; "auto" stops at iteration 3 by
+ * its OutputFcn (ctx set: on every rank), "parallel" by the last rank's.
+ * The table's rows (rank 0's, times left out) go into rows. */
+static int stop_at_3(void *ctx, const dla_training_state *s)
+{
+    return (ctx || rank == size - 1) && s->iteration == 3;
+}
+
+static void stop_rows(const char *env, char *rows, size_t cap)
+{
+    enum { N = 10, V = 5 };
+    float x[2 * (N + V)], t[N + V];
+    line_data(N + V, x, t);
+    dla_net *net = line_net("stop rows: the network"), *trained = NULL;
+    FILE *f = tmpfile();
+    if (!f)
+        die("stop rows: tmpfile");
+    dla_training_info *info = NULL;
+    dla_scope_begin();
+    dla_train_data data = {.predictors = dla_tensor_from_host(x, DLA_F32, "CB", DLA_DIMS(2, N)),
+                           .targets = dla_tensor_from_host(t, DLA_F32, "CB", DLA_DIMS(1, N))};
+    dla_train_data val = {
+        .predictors = dla_tensor_from_host(x + 2 * N, DLA_F32, "CB", DLA_DIMS(2, V)),
+        .targets = dla_tensor_from_host(t + N, DLA_F32, "CB", DLA_DIMS(1, V))};
+    const int par = !strcmp(env, "parallel");
+    dla_training_options o = {.max_epochs = 3, .mini_batch_size = 4, .shuffle = "never",
+                              .execution_environment = env, .verbose = 1,
+                              .verbose_frequency = 1, .output = f, .validation_data = &val,
+                              .validation_frequency = 4, .initial_learn_rate = 0.01,
+                              .output_fn = stop_at_3, .output_ctx = par ? NULL : f};
+    if (dla_trainnet(&data, net, &(dla_train_loss){.name = "mse"}, &o, &trained, &info) != DLA_OK)
+        die("stop rows: trainnet");
+    dla_scope_end();
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    dla_net_free(net);
+    /* The rows, each without its Time Elapsed column (the third). */
+    rewind(f);
+    char line[512];
+    size_t at = 0;
+    rows[0] = 0;
+    while (fgets(line, sizeof line, f)) {
+        int bars = 0;
+        if (line[0] != '|' || line[1] == '=' || !strchr("0123456789", line[strspn(line, "| ")]))
+            continue;
+        for (const char *c = line; *c && at + 1 < cap; c++) {
+            bars += *c == '|';
+            if (bars != 3 || *c == '|')
+                rows[at++] = *c;
+        }
+        rows[at] = 0;
+    }
+    fclose(f);
+}
+
 static void mode_nan(void)
 {
+    /* Rank 0 printed the stop's row when its own OutputFcn had not asked
+     * (the stop was another rank's), without the final validation's
+     * figures that one process's table shows there. */
+    static char rows_auto[4096], rows_par[4096];
+    stop_rows("auto", rows_auto, sizeof rows_auto);
+    stop_rows("parallel", rows_par, sizeof rows_par);
+    if (rank == 0) {
+        static char detail[8300];
+        const int same = !strcmp(rows_auto, rows_par) && strlen(rows_auto) > 100;
+        snprintf(detail, sizeof detail, "%s%s%s%s", same ? "" : "\n\"parallel\":\n", same ? "" : rows_par,
+                 same ? "" : "\"auto\":\n", same ? "" : rows_auto);
+        check(same, "the last rank's OutputFcn stop: rank 0's table is one process's (the stop's "
+              "row with the final validation)", detail);
+    }
+
     /* One rank's OutputFcn stops every rank (they agree at the end of the
      * iteration); the ranks that did not ask returned an empty stop
      * reason (and rank 0 printed "Training finished: ."). */
@@ -1721,6 +1912,240 @@ static void mode_augment(const char *dir)
     dla_imds_free(ds);
 }
 
+/* --------------------------------------------------------------- combos */
+
+/* Mode combos: trainnet "parallel" against "auto" with features rarely
+ * combined with it. 29 observations of 5 features in 3 classes (11 more
+ * to validate), or sequences of 2 to 11 steps of 2 channels. */
+enum { CB_N = 29, CB_V = 11, CB_F = 5, CB_C = 3 };
+static float cb_x[CB_F * (CB_N + CB_V)];
+static int32_t cb_lab[CB_N + CB_V];
+static dla_seqlist *cb_seqs, *cb_vseqs;
+
+static void combos_data(void)
+{
+    unsigned s = 7;
+    cb_seqs = dla_seqlist_create(2);
+    cb_vseqs = dla_seqlist_create(2);
+    for (int j = 0; j < CB_N + CB_V; j++) {
+        cb_lab[j] = (j * 7 + j / 4) % CB_C;
+        for (int f = 0; f < CB_F; f++) {
+            s = s * 1103515245u + 12345u;
+            cb_x[CB_F * j + f] = (float)((f % CB_C == cb_lab[j]) + ((s >> 16) % 1000) / 1000.0 - 0.5);
+        }
+        float x[2 * 11];
+        const int len = 2 + (j * 5) % 10;
+        for (int k = 0; k < 2 * len; k++)
+            x[k] = (float)(0.4 * cb_lab[j] + 0.1 * ((k * 3 + j) % 5) - 0.3);
+        if (dla_seqlist_append(j < CB_N ? cb_seqs : cb_vseqs, x, len) != DLA_OK)
+            die("combos: the sequences");
+    }
+}
+
+/* kind 0: an MLP; 1: an LSTM encoder whose hidden and cell states feed
+ * a decoder's state inputs (HasStateOutputs, HasStateInputs); 2: an MLP
+ * with a custom layer of state (a running mean per channel) in double. */
+static dla_net *combos_net(int kind)
+{
+    static const dla_layer_type chan = {.type = "chanMean", .initialize = chan_init,
+                                        .predict = avg_predict, .forward = chan_forward};
+    dla_rng_seed(11);
+    if (kind == 1) {
+        dla_layer *l[] = {
+            dla_sequence_input_layer(2, NULL),
+            dla_lstm_layer(4, &(dla_lstm_layer_options){.name = "enc", .has_state_outputs = 1}),
+            dla_lstm_layer(4, &(dla_lstm_layer_options){.name = "dec", .has_state_inputs = 1,
+                                                        .output_mode = "last"}),
+            dla_fc_layer(CB_C, NULL), dla_softmax_layer(NULL)};
+        dla_net *net = dla_net_create(5, l);
+        if (!net || dla_net_connect(net, "enc/hidden", "dec/hidden") != DLA_OK ||
+            dla_net_connect(net, "enc/cell", "dec/cell") != DLA_OK)
+            die("combos: the encoder-decoder");
+        return net;
+    }
+    dla_layer_type_register(&chan);
+    dla_layer *l[] = {dla_feature_input_layer(CB_F, NULL), dla_custom_layer("chanMean", NULL, NULL),
+                      dla_fc_layer(8, NULL), dla_relu_layer(NULL), dla_fc_layer(CB_C, NULL),
+                      dla_softmax_layer(NULL)};
+    dla_net *net = kind ? dla_net_create(6, l)
+                        : dla_net_create(5, (dla_layer *[]){l[0], l[2], l[3], l[4], l[5]});
+    if (!kind)
+        dla_layer_free(l[1]);
+    if (!net)
+        die("combos: the network");
+    if (kind == 2) {
+        dla_scope_begin();
+        dla_tensor *example = dla_zeros(DLA_F32, "CB", DLA_DIMS(CB_F, 1));
+        if (dla_net_init(net, 1, &example) != DLA_OK || dla_net_cast(net, DLA_F64) != DLA_OK)
+            die("combos: the double network");
+        dla_scope_end();
+    }
+    return net;
+}
+
+static void combos_train(int kind, dla_training_options o, int val, const char *env,
+                         dla_net **trained, dla_training_info **info)
+{
+    dla_net *net = combos_net(kind);
+    dla_scope_begin();
+    dla_train_data d = {.targets = dla_tensor_from_host(cb_lab, DLA_I32, "", DLA_DIMS(1, CB_N))};
+    dla_train_data v = {.targets = dla_tensor_from_host(cb_lab + CB_N, DLA_I32, "",
+                                                        DLA_DIMS(1, CB_V))};
+    if (kind == 1) {
+        d.sequences = cb_seqs;
+        v.sequences = cb_vseqs;
+    } else {
+        d.predictors = dla_tensor_from_host(cb_x, DLA_F32, "CB", DLA_DIMS(CB_F, CB_N));
+        v.predictors = dla_tensor_from_host(cb_x + CB_F * CB_N, DLA_F32, "CB",
+                                            DLA_DIMS(CB_F, CB_V));
+    }
+    o.execution_environment = env;
+    o.verbose = -1;
+    o.metrics = "accuracy";
+    o.validation_data = val ? &v : NULL;
+    if (dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, trained, info) !=
+        DLA_OK)
+        die("combos: trainnet");
+    dla_scope_end();
+    dla_net_free(net);
+}
+
+static void mode_combos(void)
+{
+    combos_data();
+    static const dla_learn_rate_schedule drop = {.method = "piecewise", .drop_period = 1,
+                                                 .drop_factor = 0.5};
+    const struct {
+        const char *what;
+        int kind, val;
+        dla_training_options o;
+    } cases[] = {
+        {"a piecewise schedule, L2 and global-l2norm clipping", 0, 0,
+         {.max_epochs = 4, .mini_batch_size = 7, .initial_learn_rate = 0.1,
+          .learn_rate_schedule = {.method = "piecewise", .drop_period = 1, .drop_factor = 0.5},
+          .l2_regularization = 0.01, .gradient_threshold = 0.05,
+          .gradient_threshold_method = "global-l2norm", .shuffle = "every-epoch"}},
+        {"adam, l2norm clipping, a warm-up then a drop", 0, 1,
+         {.solver = "adam", .max_epochs = 3, .mini_batch_size = 6, .initial_learn_rate = 0.01,
+          .learn_rate_schedule = {.method = "warmup", .period = 3, .next = &drop},
+          .gradient_threshold = 0.02, .gradient_threshold_method = "l2norm",
+          .validation_frequency = 2}},
+        {"OutputNetwork \"best-validation\", ValidationPatience", 0, 1,
+         {.max_epochs = 30, .mini_batch_size = 8, .initial_learn_rate = 0.5,
+          .validation_frequency = 1, .validation_patience = 2,
+          .output_network = "best-validation"}},
+        {"MiniBatchSize 1 (workers without a share)", 0, 1,
+         {.max_epochs = 1, .mini_batch_size = 1, .initial_learn_rate = 0.05,
+          .validation_frequency = 10}},
+        {"an encoder's states into a decoder's, padded sequences, best validation", 1, 1,
+         {.max_epochs = 3, .mini_batch_size = 5, .initial_learn_rate = 0.05,
+          .validation_frequency = 3, .output_network = "best-validation",
+          .sequence_padding_direction = "left", .gradient_threshold = 0.1,
+          .gradient_threshold_method = "global-l2norm"}},
+        {"an encoder-decoder, MiniBatchSize 2", 1, 0,
+         {.max_epochs = 1, .mini_batch_size = 2, .initial_learn_rate = 0.05}},
+        {"a custom layer's state, double, MiniBatchSize 3", 2, 1,
+         {.max_epochs = 2, .mini_batch_size = 3, .initial_learn_rate = 0.05,
+          .validation_frequency = 4, .l2_regularization = 0.01}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        dla_net *na = NULL, *np = NULL;
+        dla_training_info *ia = NULL, *ip = NULL;
+        combos_train(cases[c].kind, cases[c].o, cases[c].val, "auto", &na, &ia);
+        combos_train(cases[c].kind, cases[c].o, cases[c].val, "parallel", &np, &ip);
+        const int same_its = ia->iterations == ip->iterations && ia->validations == ip->validations;
+        const double wl = same_its ? worst(ip->training_loss, ia->training_loss, ia->iterations)
+                                   : INFINITY;
+        const double wr = same_its ? worst(ip->learn_rate, ia->learn_rate, ia->iterations) : INFINITY;
+        const double wv = same_its ? worst(ip->validation_loss, ia->validation_loss, ia->validations)
+                                   : INFINITY;
+        const double ww = worst_values(np, na, 0), ws = worst_values(np, na, 1);
+        char detail[512];
+        snprintf(detail, sizeof detail, "%lld and %lld iterations, output network of iteration "
+                 "%lld and %lld; loss within %.1e, learning rate %.1e, validation loss %.1e, "
+                 "learnables %.1e, state %.1e", (long long)ip->iterations,
+                 (long long)ia->iterations, (long long)ip->output_network_iteration,
+                 (long long)ia->output_network_iteration, wl, wr, wv, ww, ws);
+        check(same_its && ip->output_network_iteration == ia->output_network_iteration &&
+                  !strcmp(ip->stop_reason, ia->stop_reason) && wl < 1e-6 && wr == 0 &&
+                  wv < 1e-6 && ww < 1e-5 && ws < 1e-5,
+              cases[c].what, detail);
+        check(same_everywhere(digest(np)), "  the same network on every rank", "");
+        dla_training_info_free(ia);
+        dla_training_info_free(ip);
+        dla_net_free(na);
+        dla_net_free(np);
+    }
+    dla_seqlist_free(cb_seqs);
+    dla_seqlist_free(cb_vseqs);
+}
+
+/* Observation i of mode halved: a 2 x 1 x L sequence (L of 4 to 14
+ * steps) and class numbers at every other step (what a stride-2
+ * convolution over T gives): 1 x 1 x L/2. */
+static dla_status halved_read_at(void *ctx, int64_t i, int n, dla_tensor **out)
+{
+    (void)ctx, (void)n;
+    const int64_t len = 2 * (2 + (i * 5) % 6);
+    float x[2 * 14];
+    int32_t c[7];
+    for (int64_t k = 0; k < 2 * len; k++)
+        x[k] = (float)((k * 7 + i) % 5) - 2;
+    for (int64_t k = 0; k < len / 2; k++)
+        c[k] = (int32_t)((k + i) % 3);
+    out[0] = dla_tensor_from_host(x, DLA_F32, "", DLA_DIMS(2, 1, len));
+    out[1] = dla_tensor_from_host(c, DLA_I32, "", DLA_DIMS(1, 1, len / 2));
+    return DLA_OK;
+}
+
+/* An output of half its input's steps, class numbers per step: the
+ * accuracy is a mean over the steps that hold a class, which the
+ * workers' shares hold unevenly. */
+static void mode_halved(void)
+{
+    dla_datastore *ds;
+    if (dla_custom_datastore_create(&(dla_custom_datastore){.num_outputs = 2,
+                                                            .num_observations = 12,
+                                                            .read_at = halved_read_at},
+                                    &ds) != DLA_OK)
+        die("halved: the datastore");
+    dla_training_info *info[2];
+    for (int par = 0; par < 2; par++) {
+        dla_rng_seed(3);
+        dla_layer *l[] = {dla_sequence_input_layer(2, &(dla_sequence_input_options){.min_length = 2}),
+                          dla_conv1d_layer(2, 4, &(dla_conv_layer_options){.stride = {2}}),
+                          dla_relu_layer(NULL), dla_fc_layer(3, NULL), dla_softmax_layer(NULL)};
+        dla_net *net = dla_net_create(5, l), *trained = NULL;
+        dla_training_options o = {.verbose = -1, .max_epochs = 2, .mini_batch_size = 4,
+                                  .shuffle = "never", .metrics = "accuracy",
+                                  .initial_learn_rate = 0.01,
+                                  .execution_environment = par ? "parallel" : "auto"};
+        if (!net || dla_trainnet(&(dla_train_data){.datastore = ds}, net,
+                                 &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                 &info[par]) != DLA_OK)
+            die("halved: trainnet");
+        dla_net_free(trained);
+        dla_net_free(net);
+    }
+    double wl = info[0]->iterations == info[1]->iterations
+                    ? worst(info[1]->training_loss, info[0]->training_loss, info[0]->iterations)
+                    : INFINITY;
+    double wa = info[0]->iterations == info[1]->iterations
+                    ? worst(info[1]->training_accuracy, info[0]->training_accuracy,
+                            info[0]->iterations)
+                    : INFINITY;
+    char detail[256];
+    snprintf(detail, sizeof detail, "%lld and %lld iterations, loss within %.1e, accuracy %.1e "
+             "(first %.4f and %.4f)", (long long)info[1]->iterations,
+             (long long)info[0]->iterations, wl, wa, info[1]->training_accuracy[0],
+             info[0]->training_accuracy[0]);
+    check(wl < 1e-6 && wa < 1e-9, "class numbers at every other step: \"parallel\"'s loss and "
+          "accuracy (over the steps that hold a class) are \"auto\"'s", detail);
+    dla_training_info_free(info[0]);
+    dla_training_info_free(info[1]);
+    dla_datastore_free(ds);
+}
+
 int main(int argc, char **argv)
 {
     rank = dla_spmd_rank();
@@ -1756,10 +2181,14 @@ int main(int argc, char **argv)
         mode_augment(argv[2]);
     else if (!strcmp(mode, "refused"))
         mode_refused();
+    else if (!strcmp(mode, "halved"))
+        mode_halved();
+    else if (!strcmp(mode, "combos"))
+        mode_combos();
     else {
         fprintf(stderr, "usage: parallel_train_check steps | bn | state | trainnet DIR [EPOCHS] | "
                         "resume DIR | overlap | device | refused | global | seq2seq | dsseq | nan | "
-                        "dropout | "
+                        "dropout | halved | combos | "
                         "badfile DIR | "
                         "augment DIR\n");
         return 2;

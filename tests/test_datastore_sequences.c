@@ -881,6 +881,24 @@ static void test_targets_of_an_output_with_other_steps_than_its_input(void **sta
                                       &acc));
                 tu_assert_near(acc, 100.0 * hits / steps, 1e-9);
             }
+            /* So is trainnet's validation accuracy, in batches of 3
+             * holding 13, 14 and 9 such steps: the batches' accuracies
+             * were weighted by observations (a learning rate of 1e-20
+             * leaves the network as it was). */
+            dla_train_data vd = {.datastore = varied};
+            dla_training_options ov = {.verbose = -1, .max_epochs = 1, .mini_batch_size = 3,
+                                       .shuffle = "never", .initial_learn_rate = 1e-20,
+                                       .validation_data = &vd, .metrics = "accuracy"};
+            dla_training_info *iv;
+            assert_ok(dla_trainnet(&vd, net, &loss, &ov, &b, &iv));
+            tu_assert_near(iv->final_validation_accuracy, 100.0 * hits / steps, 1e-9);
+            /* testnet's batches of 3 likewise (the same evaluation). */
+            double acc3;
+            assert_ok(dla_testnet(net, &vd, "accuracy",
+                                  &(dla_predict_options){.mini_batch_size = 3}, &acc3));
+            tu_assert_near(acc3, 100.0 * hits / steps, 1e-9);
+            dla_training_info_free(iv);
+            dla_net_free(b);
             dla_datastore_free(varied);
         }
         dla_net_free(net);

@@ -153,9 +153,12 @@ DLA_API dla_status dla_dataqueue_create(dla_dataqueue **q);
 /* Sends size bytes (at most 4096) to rank 0; rank 0 sending to itself
  * queues the message locally. Does not wait for rank 0 to receive it. */
 DLA_API dla_status dla_dataqueue_send(dla_dataqueue *q, const void *data, size_t size);
-/* Rank 0: takes one waiting message, if any: returns 1 and fills buf (up to
- * cap bytes), *from and *size; returns 0 when none waits, -1 on error (with
- * dla_last_error()). Other ranks: always 0. */
+/* Rank 0: takes one waiting message, if any: returns 1 and fills buf, *from
+ * and *size; returns 0 when none waits, -1 on error (with
+ * dla_last_error()). A message of more than cap bytes is not cut: it is
+ * -1, DLA_ERR_INVALID_ARGUMENT naming its size, and the message stays
+ * waiting for a poll with room for it (4096 bytes hold any). Other ranks:
+ * always 0. */
 DLA_API int dla_dataqueue_poll(dla_dataqueue *q, void *buf, size_t cap, int *from, size_t *size);
 /* Collective: waits until every message sent before it was received. */
 DLA_API void dla_dataqueue_free(dla_dataqueue *q);

@@ -520,6 +520,8 @@ typedef struct dla_training_options {
      * gradients are averaged weighted by share; "multi-gpu": the
      * same with one rank per GPU of each machine, rank mapped to GPU by
      * its local rank. Every rank calls trainnet with the same arguments
+     * (compared at set-up; a schedule function's rates at each
+     * iteration: a difference is DLA_ERR_INVALID_ARGUMENT on every rank)
      * and gets the same trained network; only rank 0 prints, draws the
      * chart and writes checkpoints (docs/parallel.md, "Training"). */
     const char *execution_environment;
