@@ -493,7 +493,7 @@ static void note_call(dla_accel *af, int miss, miss_kind kind)
             if (af->miss_counts[k] > 0 && af->miss_counts[k] >= af->miss_counts[top])
                 top = k;
         af->warned = 1;
-        char advice[sizeof af->last_miss + 200];
+        char advice[sizeof af->last_miss + 400];
         /* Evictions and stale traces are no change of the calls: their
          * remedy is another. */
         if (top == MISS_FIRST)
@@ -508,13 +508,24 @@ static void note_call(dla_accel *af, int miss, miss_kind kind)
             snprintf(advice, sizeof advice, "the most frequent reason is a stale trace (last: "
                      "%s). Pass what changes as tensor inputs", af->last_miss);
         else
+            /* A full cache: the calls may cycle through more patterns
+             * than it holds, each met again after its trace was evicted
+             * (counted as the change that made it new), and a larger
+             * CacheSize is the remedy rather than fixed inputs. */
             snprintf(advice, sizeof advice, "the most frequent reason is a change of %s (last: "
-                     "%s). Keep it fixed between calls, or call the function itself",
-                     miss_names[top], af->last_miss);
+                     "%s). Keep it fixed between calls, or call the function itself%s",
+                     miss_names[top], af->last_miss,
+                     af->nentries >= af->cache_size
+                         ? "; or, if the calls cycle through more input patterns than the "
+                           "full cache holds, raise CacheSize (dla_accel_set_cache_size)"
+                         : "");
+        /* The hit rate over every call, to a tenth: rounded to a whole
+         * percent it read "8 of the last 10 calls missed the cache (hit
+         * rate 100%)" after a long run of hits. */
         dla__log(DLA_LOG_WARN,
-                 "dla_accelerate: %s: %d of the last 10 calls missed the cache (hit rate %.0f%%); "
-                 "%s", af->name, recent_misses, 100.0 * (double)af->hits / (double)af->calls,
-                 advice);
+                 "dla_accelerate: %s: %d of the last 10 calls missed the cache (hit rate %.1f%% "
+                 "over %lld calls); %s", af->name, recent_misses,
+                 100.0 * (double)af->hits / (double)af->calls, (long long)af->calls, advice);
     }
 }
 

@@ -395,6 +395,39 @@ static void changing_dims(void *arg)
     dla_scope_end();
 }
 
+/* 2000 calls on one shape, then new shapes through a cache of 3, full
+ * after the first two: the warning gave "hit rate 100%" (99.55 rounded)
+ * beside "8 of the last 10 calls missed", and named only fixed dims as the
+ * remedy where the cache is full. */
+static void hits_then_new_dims(void *arg)
+{
+    dla_accel *af = arg;
+    counter c = {0, 1.0};
+    dla_scope_begin();
+    for (int64_t i = 0; i < 2012; i++) {
+        const int64_t n = i < 2000 ? 1 : i - 1998;
+        dla_tensor *x = dla_ones(DLA_F32, "CB", DLA_DIMS(4, n)), *y;
+        dla_accel_call(af, &c, 1, &x, 1, &y);
+    }
+    dla_scope_end();
+}
+
+static void test_the_warning_gives_the_hit_rate_to_a_tenth_and_the_full_cache(void **state)
+{
+    (void)state;
+    dla_accel *af = dla_accelerate(scaled_sum, &(dla_accel_options){.name = "lossFcn"});
+    assert_int_equal(dla_accel_set_cache_size(af, 3), DLA_OK);
+    char *log = stderr_of(hits_then_new_dims, af);
+    char *w = strstr(log, "of the last 10 calls missed the cache");
+    assert_non_null(w);
+    /* it warns at the 8th new shape: 1999 hits in 2008 calls */
+    if (!strstr(w, "missed the cache (hit rate 99.6% over 2008 calls)") ||
+        !strstr(w, "raise CacheSize (dla_accel_set_cache_size)"))
+        fail_msg("%s", w);
+    free(log);
+    dla_accel_free(af);
+}
+
 static void test_a_run_of_misses_warns_once_with_the_most_frequent_reason(void **state)
 {
     dla_accel *af = dla_accelerate(scaled_sum, &(dla_accel_options){.name = "lossFcn"});
@@ -3145,6 +3178,7 @@ int main(void)
         TU_TEST(test_eviction_counts_a_hit_as_a_use_in_its_own_call),
         TU_TEST(test_lowering_the_cache_size_keeps_the_highest_score),
         TU_TEST(test_a_run_of_misses_warns_once_with_the_most_frequent_reason),
+        TU_TEST(test_the_warning_gives_the_hit_rate_to_a_tenth_and_the_full_cache),
         TU_TEST(test_a_cache_too_small_says_its_traces_were_evicted),
         TU_TEST(test_failing_calls_warn_that_no_trace_was_kept),
         TU_TEST(test_a_function_failing_without_a_message_is_named),
