@@ -584,7 +584,8 @@ typedef struct dla_training_options {
     /* Plots: "none" (NULL), "training-progress": a progress bar (on a
      * terminal; plain lines otherwise, see dla_progress) and the chart of
      * loss (and the metrics) per iteration, written to plots_path at the
-     * end of every epoch and of training. */
+     * end of the first epoch, of later ones at most once a second, and of
+     * training. */
     const char *plots;
     /* The chart's file; NULL: "training-progress.svg" in the current
      * directory ("" is DLA_ERR_INVALID_ARGUMENT). Its folder must exist
