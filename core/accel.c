@@ -14,6 +14,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/scope.h"
 #include "core/handle.h"
 #include "core/log.h"
 #include "core/tape.h"
@@ -630,7 +631,9 @@ static dla_status run_eager(dla_accel *af, void *ctx, int grad, int nin, dla_ten
                             int nout, dla_tensor **out)
 {
     dla_status st;
-    dla_scope_begin();
+    /* Guarded (dla_feval's is for grad): one dla_scope_end too many in fn
+     * released its outputs, then closed the caller's scope. */
+    const int mark = dla__scope_open_guarded(NULL);
     for (int i = 0; i < nout; i++)
         out[i] = NULL;
     if (grad) {
@@ -639,6 +642,12 @@ static dla_status run_eager(dla_accel *af, void *ctx, int grad, int nin, dla_ten
         const unsigned long said = dla__fail_count();
         st = af->fn(ctx, nin, in, nout, out);
         dla__fail_unsaid("dla_accel_call", st, said);
+        const int imbalance = dla__scope_guarded_imbalance(mark);
+        if (st == DLA_OK && imbalance) {
+            char why[120];
+            st = dla__fail(DLA_ERR_STATE, "dla_accel_call: the function %s",
+                           dla__scope_imbalance_str(imbalance, why, sizeof why));
+        }
         for (int i = 0; i < nout; i++)
             if (!out[i]) {
                 dla__fail(st != DLA_OK ? st : DLA_ERR_STATE,
@@ -654,7 +663,7 @@ static dla_status run_eager(dla_accel *af, void *ctx, int grad, int nin, dla_ten
     }
     for (int i = 0; i < nout; i++)
         dla_tensor_retain(out[i]);
-    dla_scope_end();
+    dla__scope_close_guarded(mark);
     return st;
 }
 

@@ -2907,6 +2907,57 @@ static void test_first_optimizer_steps_of_parameters_on_another_device(void **st
     dla_scope_end();
 }
 
+/* A model function that ends one scope more than it began, or leaves one
+ * open: an error saying so from dla_feval, dla_accel_feval and
+ * dla_accel_call. The extra end released the function's outputs and then
+ * closed the caller's scope under it; a scope left open stayed open after
+ * the call, one more each call. */
+static int unpaired_fn_mode;
+
+static dla_status unpaired_fn(void *ctx, int nin, dla_tensor *const *in, int nout,
+                              dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    if (unpaired_fn_mode > 0)
+        dla_scope_begin();
+    out[0] = dla_sum(dla_mul(in[0], in[0]), 0, NULL);
+    if (unpaired_fn_mode < 0)
+        dla_scope_end();
+    return DLA_OK;
+}
+
+static void test_a_function_with_unpaired_scopes_is_an_error(void **state)
+{
+    (void)state;
+    dla_accel *af = dla_accelerate(unpaired_fn, &(dla_accel_options){.name = "unpaired"});
+    for (int mode = -1; mode <= 1; mode += 2) {
+        const char *what = mode < 0 ? "called dla_scope_end 1 more time than dla_scope_begin"
+                                    : "left 1 scope open";
+        dla_scope_begin();
+        const int depth = dla_scope_depth();
+        dla_tensor *x = dla_full(3.0, DLA_F32, "", DLA_DIMS(1, 1)), *y = NULL;
+        for (int how = 0; how < 3; how++) {
+            dla_accel_clear(af); /* a replay would not call the function */
+            unpaired_fn_mode = mode;
+            dla_status st = how == 0   ? dla_feval(unpaired_fn, NULL, 1, &x, 1, &y)
+                            : how == 1 ? dla_accel_feval(af, NULL, 1, &x, 1, &y)
+                                       : dla_accel_call(af, NULL, 1, &x, 1, &y);
+            assert_int_equal(st, DLA_ERR_STATE);
+            assert_non_null(strstr(dla_last_error(), what));
+            assert_int_equal(dla_scope_depth(), depth);
+            /* The caller's tensor lives on, and the next good call works. */
+            unpaired_fn_mode = 0;
+            st = how == 0   ? dla_feval(unpaired_fn, NULL, 1, &x, 1, &y)
+                 : how == 1 ? dla_accel_feval(af, NULL, 1, &x, 1, &y)
+                            : dla_accel_call(af, NULL, 1, &x, 1, &y);
+            assert_int_equal(st, DLA_OK);
+            tu_assert_near(dla_tensor_item(y, 0), 9.0, 0);
+        }
+        dla_scope_end();
+    }
+    dla_accel_free(af);
+}
+
 int main(void)
 {
     /* A second device with memory the host cannot address: the testmem
@@ -2919,6 +2970,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         TU_TEST(test_defaults_and_the_matlab_property_display),
+        TU_TEST(test_a_function_with_unpaired_scopes_is_an_error),
         TU_TEST(test_occupancy_is_the_percent_of_the_cache_in_use_as_matlabs),
         TU_TEST(test_a_null_af_is_named_by_the_setters),
         TU_TEST(test_second_call_hits_and_does_not_run_the_function),
