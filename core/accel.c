@@ -210,21 +210,77 @@ DLA_API void dla_accel_free(dla_accel *af)
     dla__quarantine(DLA__RING_OBJECTS, af);
 }
 
-/* Appends n bytes of fn(ctx) to k->bytes. */
-static dla_status key_bytes(key *k, dla_accel_key_fn fn, void *ctx)
+/* A key function is told how many bytes it may write and says how many
+ * it needs; one that writes what it needs whatever it was told (a struct
+ * of 1600 bytes memcpy'd into the 256 given) overran the buffer on this
+ * stack and crashed the process. Each buffer it is given is followed by
+ * KEY_GUARD bytes of a pattern, so such a write lands there and is an
+ * error naming the function; only a write past the guard too goes
+ * unseen. */
+enum { KEY_SMALL = 256, KEY_GUARD = 4096, KEY_FILL = 0xA5 };
+#define KEY_MAX ((size_t)1 << 30)
+
+static int guard_intact(const unsigned char *g)
 {
-    unsigned char small[256];
-    size_t n = fn ? fn(ctx, small, sizeof small) : sizeof ctx;
+    for (size_t i = 0; i < KEY_GUARD; i++)
+        if (g[i] != KEY_FILL)
+            return 0;
+    return 1;
+}
+
+/* Appends the bytes of fn(ctx) to k->bytes; what names the function in
+ * errors. */
+static dla_status key_bytes(key *k, dla_accel_key_fn fn, void *ctx, const char *what)
+{
+    static const char op[] = "dla_accelerate";
+    unsigned char small[KEY_SMALL + KEY_GUARD];
+    size_t n = sizeof ctx;
+    if (fn) {
+        memset(small + KEY_SMALL, KEY_FILL, KEY_GUARD);
+        n = fn(ctx, small, KEY_SMALL);
+        if (!guard_intact(small + KEY_SMALL))
+            return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: %s wrote past the %d bytes it was "
+                             "given (it returned %zu): a key function writes at most size bytes "
+                             "and returns how many it needs (it is called again with that many)",
+                             op, what, KEY_SMALL, n);
+        /* (size_t)-1 of a function that meant to fail asked for 16 EiB,
+         * and the call failed as out of memory. */
+        if (n > KEY_MAX)
+            return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: %s returned %zu bytes; a key is at "
+                             "most %zu bytes", op, what, n, KEY_MAX);
+    }
     unsigned char *b = dla__realloc(k->bytes, k->nbytes + (n ? n : 1));
     if (!b)
         return dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot build the key");
     k->bytes = b;
-    if (!fn)
+    if (!fn) {
         memcpy(b + k->nbytes, &ctx, sizeof ctx);
-    else if (n <= sizeof small)
+    } else if (n <= KEY_SMALL) {
         memcpy(b + k->nbytes, small, n);
-    else
-        fn(ctx, b + k->nbytes, n);
+    } else {
+        /* Called again with room for what it asked, in a guarded buffer
+         * of its own: a second answer that differs (300 bytes asked, 8
+         * written) left the rest of the key unwritten, bytes of the heap
+         * that made calls miss, or hit, at random. */
+        unsigned char *room = dla__malloc(n + KEY_GUARD);
+        if (!room)
+            return dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot build the key");
+        memset(room + n, KEY_FILL, KEY_GUARD);
+        const size_t again = fn(ctx, room, n);
+        dla_status st = DLA_OK;
+        if (!guard_intact(room + n))
+            st = dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: %s wrote past the %zu bytes it was "
+                           "given (it returned %zu)", op, what, n, again);
+        else if (again != n)
+            st = dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: %s asked for %zu bytes, then, given "
+                           "them, returned %zu: it must return the same count for the same "
+                           "ctx", op, what, n, again);
+        else
+            memcpy(b + k->nbytes, room, n);
+        dla__free(room);
+        if (st != DLA_OK)
+            return st;
+    }
     k->nbytes += n;
     return DLA_OK;
 }
@@ -258,11 +314,15 @@ static dla_status make_key(dla_accel *af, void *ctx, int grad, int nuser, int ni
                 ki->same_as = j;
     }
     dla_status st = DLA_OK;
-    if (af->kind && af->kind->key)
-        st = key_bytes(k, af->kind->key, ctx);
+    char what[96];
+    if (af->kind && af->kind->key) {
+        snprintf(what, sizeof what, "the ctx kind's key function (%.60s)",
+                 af->kind->name ? af->kind->name : "no name");
+        st = key_bytes(k, af->kind->key, ctx, what);
+    }
     k->nstruct = k->nbytes;
     if (st == DLA_OK && (af->keyfn || !af->kind))
-        st = key_bytes(k, af->keyfn, ctx);
+        st = key_bytes(k, af->keyfn, ctx, "the key function (dla_accel_options.key)");
     if (st == DLA_OK && !k->bytes && !(k->bytes = dla__malloc(1))) /* never NULL for memcmp */
         st = dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot build the key");
     if (st != DLA_OK)

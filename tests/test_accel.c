@@ -2958,6 +2958,72 @@ static void test_a_function_with_unpaired_scopes_is_an_error(void **state)
     dla_accel_free(af);
 }
 
+/* A key function that writes what it needs whatever size it is given (a
+ * struct of 1600 bytes memcpy'd into the 256 given), one that returns
+ * (size_t)-1, and one that asks for 300 bytes and then returns 8: each an
+ * error naming the key function, and the next good call works. The first
+ * overran a buffer on the library's stack (a crash), the second failed
+ * as out of memory ("cannot build the key"), the third left 292 bytes of
+ * the key unwritten (calls missed, or hit, at random). */
+typedef struct big_key {
+    double v[200];
+    int how;
+} big_key;
+
+static size_t big_key_fn(void *ctx, void *buf, size_t size)
+{
+    big_key *b = ctx;
+    static int asked;
+    switch (b->how) {
+    case 1: /* ignores size */
+        memcpy(buf, b->v, sizeof b->v);
+        return sizeof b->v;
+    case 2: /* an error as -1 */
+        return (size_t)-1;
+    case 3: /* 300, then 8 */
+        if (size >= 8)
+            memcpy(buf, b->v, 8);
+        return ++asked % 2 ? 300 : 8;
+    default:
+        if (size >= sizeof b->v)
+            memcpy(buf, b->v, sizeof b->v);
+        return sizeof b->v;
+    }
+}
+
+static dla_status big_key_model(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    out[0] = dla_affine(in[0], ((big_key *)ctx)->v[0], 0);
+    return dla_tensor_status(out[0]);
+}
+
+static void test_a_key_function_that_overruns_or_changes_its_count_is_an_error(void **state)
+{
+    (void)state;
+    dla_accel *af = dla_accelerate(big_key_model, &(dla_accel_options){.key = big_key_fn});
+    static big_key b;
+    b.v[0] = 2;
+    dla_scope_begin();
+    dla_tensor *x = dla_ones(DLA_F32, "", DLA_DIMS(2, 2)), *y;
+    const char *said[] = {"", "wrote past the 256 bytes it was given (it returned 1600)",
+                          "returned 18446744073709551615 bytes",
+                          "asked for 300 bytes, then, given them, returned 8"};
+    for (int how = 1; how <= 3; how++) {
+        b.how = how;
+        assert_int_equal(dla_accel_call(af, &b, 1, &x, 1, &y), DLA_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(dla_last_error(), "the key function (dla_accel_options.key)"));
+        assert_non_null(strstr(dla_last_error(), said[how]));
+        b.how = 0;
+        b.v[0] = 2 + how;
+        assert_int_equal(dla_accel_call(af, &b, 1, &x, 1, &y), DLA_OK);
+        tu_assert_near(dla_tensor_item(y, 3), 2.0 + how, 0);
+    }
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
 int main(void)
 {
     /* A second device with memory the host cannot address: the testmem
@@ -2971,6 +3037,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TU_TEST(test_defaults_and_the_matlab_property_display),
         TU_TEST(test_a_function_with_unpaired_scopes_is_an_error),
+        TU_TEST(test_a_key_function_that_overruns_or_changes_its_count_is_an_error),
         TU_TEST(test_occupancy_is_the_percent_of_the_cache_in_use_as_matlabs),
         TU_TEST(test_a_null_af_is_named_by_the_setters),
         TU_TEST(test_second_call_hits_and_does_not_run_the_function),
