@@ -77,6 +77,11 @@ static dla_status op_forward(const void *attrs, dla_tensor *const *in, int nin, 
         st = dla_set_error(dla_tensor_status(io.y), "%s", dla_tensor_error(io.y));
     else if (st != DLA_OK && dla_last_status() == DLA_OK)
         dla_set_error(st, "%s: its %s failed (%s)", t->type, which, dla_status_str(st));
+    if (st == DLA_OK && (st = dla__custom_new_state_check(&io, which)) != DLA_OK) {
+        char m[400];
+        snprintf(m, sizeof m, "%s", dla_last_error());
+        st = dla_set_error(st, "%s: %s", t->type, m);
+    }
     for (int k = 0; st == DLA_OK && k < a->ns; k++)
         if (io.new_state[k] && dla_tensor_status(io.new_state[k]) != DLA_OK)
             st = dla_set_error(dla_tensor_status(io.new_state[k]), "%s",

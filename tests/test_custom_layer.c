@@ -1380,6 +1380,54 @@ static void a_callback_with_unpaired_scopes_is_an_error_naming_the_layer(void **
     }
 }
 
+/* A forward that sets a new state past the layer's (a state its type
+ * forgot to declare): an error naming the layer and the index, with or
+ * without a backward of its own. It was dropped in silence, the update
+ * never made. */
+static dla_status extra_state_forward(dla_layer_io *io)
+{
+    io->y = dla_affine(io->x[0], 1, 0);
+    io->new_state[0] = dla_affine(io->state[0], 1, 1);
+    io->new_state[1] = dla_affine(io->state[0], 1, 2);
+    return DLA_OK;
+}
+
+static const dla_layer_type extra_state_type = {
+    .type = "extraState", .nproperties = 2, .properties = rmean_props,
+    .initialize = rmean_init, .predict = rmean_predict,
+    .forward = extra_state_forward};
+
+static const dla_layer_type extra_state_own_type = {
+    .type = "extraStateOwn", .nproperties = 2, .properties = rmean_props,
+    .initialize = rmean_init, .predict = rmean_predict,
+    .forward = extra_state_forward, .backward = rmean_backward};
+
+static void a_new_state_past_the_layers_is_an_error(void **state)
+{
+    (void)state;
+    assert_int_equal(dla_layer_type_register(&extra_state_type), DLA_OK);
+    assert_int_equal(dla_layer_type_register(&extra_state_own_type), DLA_OK);
+    const char *types[] = {"extraState", "extraStateOwn"};
+    dla_scope_begin();
+    dla_tensor *cb = dla_ones(DLA_F32, "CB", DLA_DIMS(2, 2)), *y, *s;
+    for (int t = 0; t < 2; t++) {
+        dla_layer *l = dla_custom_layer(types[t], NULL, &(dla_layer_options){.name = "es"});
+        dla_net *net = dla_net_create(1, &l);
+        assert_int_equal(dla_net_init(net, 1, &cb), DLA_OK);
+        assert_int_equal(dla_net_state_count(net), 1);
+        for (int accel = 0; accel < 2; accel++) {
+            dla_net_set_accelerate(net, accel);
+            assert_int_equal(dla_net_forward(net, 1, &cb, 1, &y, &s, NULL),
+                             DLA_ERR_INVALID_ARGUMENT);
+            assert_non_null(strstr(dla_last_error(), "dla_net_forward: layer 'es'"));
+            assert_non_null(strstr(dla_last_error(), "its forward set io->new_state[1], but the "
+                                                     "layer has 1 state parameter"));
+        }
+        dla_net_free(net);
+    }
+    dla_scope_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1388,6 +1436,7 @@ int main(void)
         TU_TEST(outputs_by_name_in_forward_keep_the_state_of_later_layers),
         TU_TEST(errors_name_the_layer),
         TU_TEST(a_callback_with_unpaired_scopes_is_an_error_naming_the_layer),
+        TU_TEST(a_new_state_past_the_layers_is_an_error),
         TU_TEST(bad_fans_and_an_orthogonal_of_three_dims_are_refused),
         TU_TEST(a_sequence_with_a_custom_layer_runs_and_has_its_learnables),
         TU_TEST(a_graph_with_a_two_input_custom_layer),

@@ -785,7 +785,8 @@ typedef struct dla_layer_io {
     dla_tensor *y;
     /* forward and predict may set the new value of state k (MATLAB's
      * [Z, state] = forward(layer, X) and = predict(layer, X)); NULL:
-     * unchanged. What predict sets reaches dla_net_predict_state only. */
+     * unchanged. What predict sets reaches dla_net_predict_state only.
+     * Setting one at k >= nstate (a state not declared) is an error. */
     dla_tensor *new_state[DLA_LAYER_MAX_PARAMS];
 } dla_layer_io;
 
