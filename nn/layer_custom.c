@@ -366,6 +366,10 @@ static void custom_describe(const dla__props *p, const dla__shape *in, char *buf
         if (size)
             buf[0] = '\0';
         r->def.describe(p->custom, buf, size);
+        /* A describe that fills buf (strncpy of a long text) left it
+         * unterminated, and the summary read on past it. */
+        if (size)
+            buf[size - 1] = '\0';
         return;
     }
     size_t at = 0;

@@ -1428,6 +1428,35 @@ static void a_new_state_past_the_layers_is_an_error(void **state)
     dla_scope_end();
 }
 
+/* A describe that fills its whole buffer, unterminated (strncpy of a long
+ * text): the summary shows it cut to the buffer, one byte short of it for
+ * the end; it read on past the buffer (192 bytes and what followed). */
+static void fill_describe(const double *props, char *buf, size_t size)
+{
+    (void)props;
+    memset(buf, 'x', size);
+}
+
+static const dla_layer_type fill_describe_type = {
+    .type = "fillDescribe", .predict = twice_predict, .describe = fill_describe};
+
+static void an_unterminated_description_is_cut_to_its_buffer(void **state)
+{
+    (void)state;
+    assert_int_equal(dla_layer_type_register(&fill_describe_type), DLA_OK);
+    dla_layer *l[] = {dla_feature_input_layer(3, NULL),
+                      dla_custom_layer("fillDescribe", NULL, NULL)};
+    dla_net *net = dla_net_create(2, l);
+    assert_non_null(net);
+    static char text[1 << 14];
+    assert_true(dla_net_summary(net, text, sizeof text) > 0);
+    const char *x = strstr(text, "xxx");
+    assert_non_null(x);
+    size_t n = strspn(x, "x");
+    assert_true(n > 100 && n < 192);
+    dla_net_free(net);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1437,6 +1466,7 @@ int main(void)
         TU_TEST(errors_name_the_layer),
         TU_TEST(a_callback_with_unpaired_scopes_is_an_error_naming_the_layer),
         TU_TEST(a_new_state_past_the_layers_is_an_error),
+        TU_TEST(an_unterminated_description_is_cut_to_its_buffer),
         TU_TEST(bad_fans_and_an_orthogonal_of_three_dims_are_refused),
         TU_TEST(a_sequence_with_a_custom_layer_runs_and_has_its_learnables),
         TU_TEST(a_graph_with_a_two_input_custom_layer),

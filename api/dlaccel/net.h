@@ -837,7 +837,8 @@ typedef struct dla_layer_type {
      * most 8 and nstate at most 3. */
     dla_status (*backward)(const dla_layer_io *io, dla_tensor *dy, dla_tensor **dx,
                            dla_tensor **dlearnables);
-    /* The summary's description column; NULL: the properties as
+    /* The summary's description column, at most size - 1 characters
+     * (the last byte of buf is made a '\0'); NULL: the properties as
      * "NumTimeSteps 3". */
     void (*describe)(const double *properties, char *buf, size_t size);
 } dla_layer_type;
