@@ -817,9 +817,34 @@ static void alias_release(int nin, dla_tensor *const *in, dla_tensor *const *ali
         dla__free((void *)ali);
 }
 
+/* A kind's tensors function is told how many it may write and says how
+ * many there are; one that writes them all whatever it was told (a loop
+ * over a network's parameters with no look at cap) overran the room on
+ * the stack, or wrote through NULL when there was none. Each list it is
+ * given is followed by TENSORS_GUARD entries of a mark, so such a write
+ * lands there and is an error naming the kind. */
+enum { TENSORS_GUARD = 64 };
+static char tensors_mark_at;
+#define TENSORS_MARK ((dla_tensor *)&tensors_mark_at)
+
+static void tensors_mark(dla_tensor **g)
+{
+    for (int i = 0; i < TENSORS_GUARD; i++)
+        g[i] = TENSORS_MARK;
+}
+
+static int tensors_marked(dla_tensor *const *g)
+{
+    for (int i = 0; i < TENSORS_GUARD; i++)
+        if (g[i] != TENSORS_MARK)
+            return 0;
+    return 1;
+}
+
 /* The call's traced tensors: in[0..nin-1], then those the ctx kind lists.
- * *all is in itself without a kind, else room (cap entries) or a new block
- * (the caller frees it when it is neither). */
+ * *all is in itself without a kind, else room (cap entries, and
+ * TENSORS_GUARD more after them) or a new block (the caller frees it when
+ * it is neither). */
 static dla_status gather(dla_accel *af, void *ctx, const char *op, int nin, dla_tensor *const *in,
                          dla_tensor **room, int cap, dla_tensor *const **all, int *nall)
 {
@@ -828,7 +853,15 @@ static dla_status gather(dla_accel *af, void *ctx, const char *op, int nin, dla_
     if (!af->kind)
         return DLA_OK;
     const char *name = af->kind->name ? af->kind->name : "structured";
-    int n = af->kind->tensors(ctx, cap > nin ? cap - nin : 0, cap > nin ? room + nin : NULL);
+    const int first = cap > nin ? cap - nin : 0;
+    dla_tensor **list = cap > nin ? room + nin : room + cap;
+    tensors_mark(room + cap);
+    int n = af->kind->tensors(ctx, first, list);
+    if (!tensors_marked(room + cap))
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument ctx (%s): its kind's tensors "
+                         "function wrote past the %d entries it was given (it returned %d): it "
+                         "writes at most cap tensors and returns how many there are", op, name,
+                         first, n);
     if (n < 0) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", dla_last_error());
@@ -837,12 +870,18 @@ static dla_status gather(dla_accel *af, void *ctx, const char *op, int nin, dla_
     }
     dla_tensor **t = room;
     if (nin + n > cap) {
-        if (!(t = dla__malloc(sizeof *t * (size_t)(nin + n))))
-            return dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot list %d ctx tensors", op, n);
-        if (af->kind->tensors(ctx, n, t + nin) != n) {
+        if (n > (1 << 24) ||
+            !(t = dla__malloc(sizeof *t * ((size_t)nin + (size_t)n + TENSORS_GUARD))))
+            return dla__fail(n > (1 << 24) ? DLA_ERR_INVALID_ARGUMENT : DLA_ERR_OUT_OF_MEMORY,
+                             "%s: argument ctx (%s): cannot list %d ctx tensors", op, name, n);
+        tensors_mark(t + nin + n);
+        const int again = af->kind->tensors(ctx, n, t + nin);
+        if (!tensors_marked(t + nin + n) || again != n) {
             dla__free(t);
-            return dla__fail(DLA_ERR_STATE, "%s: argument ctx (%s): its tensor count changed "
-                             "between two listings", op, name);
+            return dla__fail(DLA_ERR_STATE, "%s: argument ctx (%s): %s", op, name,
+                             again != n ? "its tensor count changed between two listings"
+                                        : "its kind's tensors function wrote past the entries "
+                                          "it was given");
         }
     }
     memcpy(t, in, sizeof *t * (size_t)nin);
@@ -910,7 +949,7 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
             out[i] = dla__return(out[i]);
         return st;
     }
-    dla_tensor *room[64];
+    dla_tensor *room[64 + TENSORS_GUARD]; /* gather's guard after the 64 */
     dla_tensor *const *all;
     int nall;
     key k;

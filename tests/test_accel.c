@@ -3024,6 +3024,60 @@ static void test_a_key_function_that_overruns_or_changes_its_count_is_an_error(v
     dla_accel_free(af);
 }
 
+/* A ctx kind whose tensors function writes every tensor whatever cap it
+ * is given (a loop over 100 parameters): an error naming the kind, and
+ * the next good call works. It overran the 64 entries on the library's
+ * stack (a crash, or a corrupt call). */
+typedef struct many_tensors {
+    dla_tensor *w[100];
+    int ignore_cap;
+} many_tensors;
+
+static int many_tensors_list(void *value, int cap, dla_tensor **t)
+{
+    many_tensors *m = value;
+    for (int i = 0; i < 100; i++)
+        if (m->ignore_cap || i < cap)
+            t[i] = m->w[i];
+    return 100;
+}
+
+static const dla_accel_kind many_tensors_kind = {.name = "manyTensors",
+                                                 .tensors = many_tensors_list};
+
+static dla_status many_tensors_model(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                     dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    many_tensors *m = ctx;
+    dla_tensor *s = in[0];
+    for (int i = 0; i < 100; i++)
+        s = dla_add(s, m->w[i]);
+    out[0] = s;
+    return dla_tensor_status(s);
+}
+
+static void test_a_kind_listing_past_its_cap_is_an_error(void **state)
+{
+    (void)state;
+    static many_tensors m;
+    dla_scope_begin();
+    for (int i = 0; i < 100; i++)
+        m.w[i] = dla_full(1.0, DLA_F32, "", DLA_DIMS(1, 1));
+    dla_tensor *x = dla_full(0.5, DLA_F32, "", DLA_DIMS(1, 1)), *y;
+    dla_accel *af = dla_accelerate(many_tensors_model,
+                                   &(dla_accel_options){.ctx_kind = &many_tensors_kind});
+    m.ignore_cap = 1;
+    assert_int_equal(dla_accel_call(af, &m, 1, &x, 1, &y), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "argument ctx (manyTensors): its kind's tensors "
+                                             "function wrote past the 63 entries it was given"));
+    m.ignore_cap = 0;
+    assert_int_equal(dla_accel_call(af, &m, 1, &x, 1, &y), DLA_OK);
+    tu_assert_near(dla_tensor_item(y, 0), 100.5, 0);
+    dla_accel_free(af);
+    dla_scope_end();
+}
+
 int main(void)
 {
     /* A second device with memory the host cannot address: the testmem
@@ -3038,6 +3092,7 @@ int main(void)
         TU_TEST(test_defaults_and_the_matlab_property_display),
         TU_TEST(test_a_function_with_unpaired_scopes_is_an_error),
         TU_TEST(test_a_key_function_that_overruns_or_changes_its_count_is_an_error),
+        TU_TEST(test_a_kind_listing_past_its_cap_is_an_error),
         TU_TEST(test_occupancy_is_the_percent_of_the_cache_in_use_as_matlabs),
         TU_TEST(test_a_null_af_is_named_by_the_setters),
         TU_TEST(test_second_call_hits_and_does_not_run_the_function),

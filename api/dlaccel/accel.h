@@ -114,7 +114,10 @@ typedef struct dla_accel_kind {
     /* The tensors inside value, in an order fixed by its structure: writes
      * the first cap of them (borrowed; a good tensor each) into tensors and
      * returns how many there are; a negative number with dla_last_error
-     * set when value cannot be used (a network not initialized). */
+     * set when value cannot be used (a network not initialized). It is
+     * called again with room for them all when there are more than cap
+     * (the same count again). Writing past cap is an error naming the
+     * kind (seen up to 64 entries past). */
     int (*tensors)(void *value, int cap, dla_tensor **tensors);
     /* The structure as key bytes (a network's architecture and parameter
      * sizes), as dla_accel_key_fn; NULL: none. */
