@@ -140,11 +140,10 @@ static dla_status layer_fail(const char *fn, const dla_layer *l, dla_status st)
 
 /* A layer's callback (a custom layer's initialize or predict) that ended
  * more scopes than it began, or left one open. */
-static dla_status scope_fail(const char *fn, const dla_layer *l, const char *which, int mark)
+static dla_status scope_fail(const char *which, int mark)
 {
     char why[120];
-    return dla__nn_fail(DLA_ERR_STATE, "%s: layer '%s' (%s): its %s %s", fn, l->name,
-                        l->kind->display, which,
+    return dla__nn_fail(DLA_ERR_STATE, "its %s %s", which,
                         dla__scope_imbalance_str(dla__scope_guarded_imbalance(mark), why,
                                                  sizeof why));
 }
@@ -374,7 +373,7 @@ static dla_status init_layers(dla_net *net, int nexamples, dla_tensor *const *ex
         l->nparams = 0;
         st = l->kind->init(l, l->kind->is_input ? 0 : nx, in, sink);
         if (st == DLA_OK && dla__scope_guarded_imbalance(mark))
-            st = scope_fail(fn, l, "initialize", mark);
+            st = scope_fail("initialize", mark);
         if (st != DLA_OK) {
             st = layer_fail(fn, l, st);
             break;
@@ -414,7 +413,7 @@ static dla_status init_layers(dla_net *net, int nexamples, dla_tensor *const *ex
         dla__call c = {.training = 0, .nx = nx, .x = x, .p = p, .layer = l};
         st = l->kind->forward(&l->props, &c);
         if (st == DLA_OK && dla__scope_guarded_imbalance(mark)) {
-            st = scope_fail(fn, l, "predict", mark);
+            st = layer_fail(fn, l, scope_fail("predict", mark));
             break;
         }
         if (st == DLA_OK && (!c.y || dla_tensor_status(c.y) != DLA_OK))

@@ -1281,6 +1281,26 @@ static dla_status unpaired_predict(dla_layer_io *io)
 static const dla_layer_type unpaired_type = {.type = "unpairedScopes",
                                              .predict = unpaired_predict};
 
+static dla_status unpaired_init(const dla_layer *l, dla_layer_init *init, int nx,
+                                dla_tensor *const *x)
+{
+    (void)l, (void)init, (void)nx, (void)x;
+    if (unpaired_on && unpaired_mode > 0)
+        dla_scope_begin();
+    if (unpaired_on && unpaired_mode < 0)
+        dla_scope_end();
+    return DLA_OK;
+}
+
+static dla_status plain_twice(dla_layer_io *io)
+{
+    io->y = dla_affine(io->x[0], 2, 0);
+    return DLA_OK;
+}
+
+static const dla_layer_type unpaired_init_type = {
+    .type = "unpairedInit", .initialize = unpaired_init, .predict = plain_twice};
+
 /* The same in a backward of the type's own: it closed dla_gradient's
  * scope. */
 static dla_status unpaired_backward(const dla_layer_io *io, dla_tensor *dy, dla_tensor **dx,
@@ -1321,6 +1341,7 @@ static void a_callback_with_unpaired_scopes_is_an_error_naming_the_layer(void **
     (void)state;
     assert_int_equal(dla_layer_type_register(&unpaired_type), DLA_OK);
     assert_int_equal(dla_layer_type_register(&unpaired_backward_type), DLA_OK);
+    assert_int_equal(dla_layer_type_register(&unpaired_init_type), DLA_OK);
     for (unpaired_mode = -1; unpaired_mode <= 1; unpaired_mode += 2) {
         const char *what = unpaired_mode < 0 ? "called dla_scope_end 1 more time than "
                                                "dla_scope_begin"
@@ -1335,6 +1356,14 @@ static void a_callback_with_unpaired_scopes_is_an_error_naming_the_layer(void **
                                            &(dla_layer_options){.name = "u"})};
         assert_null(dla_net_create(2, l));
         assert_non_null(strstr(dla_last_error(), "layer 'u' (unpairedScopes): its predict"));
+        assert_non_null(strstr(dla_last_error(), what));
+        assert_int_equal(dla_scope_depth(), depth);
+        dla_layer *li[] = {dla_feature_input_layer(2, NULL),
+                           dla_custom_layer("unpairedInit", NULL,
+                                            &(dla_layer_options){.name = "ui"})};
+        assert_null(dla_net_create(2, li));
+        assert_non_null(strstr(dla_last_error(), "dla_net_init: layer 'ui' (unpairedInit): its "
+                                                 "initialize"));
         assert_non_null(strstr(dla_last_error(), what));
         assert_int_equal(dla_scope_depth(), depth);
         unpaired_on = 0;
