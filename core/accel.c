@@ -1152,8 +1152,17 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
         if (!out[i])
             out[i] = dla__error_tensor();
         out[i] = dla__return(out[i]);
+        /* With the output's message: the status alone left the last error
+         * empty (an output the function released, dead by the time the
+         * call returned, failed it with "invalid argument" and no word). */
         if (st == DLA_OK && out[i]->status != DLA_OK)
-            st = out[i]->status;
+            st = out[i]->magic == DLA__HANDLE_DEAD
+                     ? dla__fail(out[i]->status, "%s: output %d was released before the call "
+                                 "returned (the function released a reference to it that a "
+                                 "scope or the tape held)", op, i + 1)
+                     : dla__fail(out[i]->status, "%s: output %d: %s", op, i + 1,
+                                 out[i]->message ? out[i]->message
+                                                 : dla_status_str(out[i]->status));
     }
     return st;
 }

@@ -3078,6 +3078,44 @@ static void test_a_kind_listing_past_its_cap_is_an_error(void **state)
     dla_scope_end();
 }
 
+/* A function that releases the output it returns (dla_keep, then
+ * dla_tensor_release: the reference was a scope's, not its own): the
+ * recording dla_accel_feval fails saying the output was released, and
+ * the next good call works. The call failed with DLA_ERR_INVALID_ARGUMENT
+ * and an empty last error. */
+static int releasing_fn_on;
+
+static dla_status releasing_fn(void *ctx, int nin, dla_tensor *const *in, int nout,
+                               dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    dla_tensor *s = dla_sum(dla_mul(in[0], in[0]), 0, NULL);
+    if (releasing_fn_on) {
+        s = dla_keep(s);
+        dla_tensor_release(s);
+    }
+    out[0] = s;
+    return DLA_OK;
+}
+
+static void test_an_output_the_function_released_is_named(void **state)
+{
+    (void)state;
+    dla_accel *af = dla_accelerate(releasing_fn, NULL);
+    dla_scope_begin();
+    dla_tensor *x = dla_full(3.0, DLA_F32, "", DLA_DIMS(1, 1)), *y = NULL;
+    releasing_fn_on = 1;
+    assert_int_equal(dla_accel_feval(af, NULL, 1, &x, 1, &y), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_accel_feval: output 1 was released before the "
+                                             "call returned"));
+    releasing_fn_on = 0;
+    dla_accel_clear(af);
+    assert_int_equal(dla_accel_feval(af, NULL, 1, &x, 1, &y), DLA_OK);
+    tu_assert_near(dla_tensor_item(y, 0), 9.0, 0);
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
 int main(void)
 {
     /* A second device with memory the host cannot address: the testmem
@@ -3093,6 +3131,7 @@ int main(void)
         TU_TEST(test_a_function_with_unpaired_scopes_is_an_error),
         TU_TEST(test_a_key_function_that_overruns_or_changes_its_count_is_an_error),
         TU_TEST(test_a_kind_listing_past_its_cap_is_an_error),
+        TU_TEST(test_an_output_the_function_released_is_named),
         TU_TEST(test_occupancy_is_the_percent_of_the_cache_in_use_as_matlabs),
         TU_TEST(test_a_null_af_is_named_by_the_setters),
         TU_TEST(test_second_call_hits_and_does_not_run_the_function),
