@@ -362,7 +362,14 @@ DLA_API dla_tensor *dla_slice(dla_tensor *t, int dim, int64_t start, int64_t ste
  * harmless). */
 DLA_API dla_status dla_scope_begin(void);
 /* Releases what the innermost scope owns and closes it. With no scope open
- * it does nothing but log the error (DLA_ERR_STATE as the last error). */
+ * it does nothing but log the error (DLA_ERR_STATE as the last error).
+ * Code of yours that dlaccel calls (a model function given to dla_feval or
+ * dla_accelerate, a custom layer's callbacks, a datastore's read or
+ * transform function, a mini_batch_fcn, an OutputFcn) runs in a scope
+ * dlaccel opened: a dla_scope_end there with no begin of its own is
+ * refused the same way (that scope stays open), and the call that ran the
+ * callback fails with DLA_ERR_STATE naming it, as it does when the
+ * callback leaves a scope of its own open (closed then). */
 DLA_API void dla_scope_end(void);
 /* Takes t out of the innermost scope: its reference moves to the enclosing
  * scope, or to the caller when there is none. Returns t. Error tensors may

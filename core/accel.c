@@ -14,6 +14,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/scope.h"
 #include "core/handle.h"
 #include "core/log.h"
 #include "core/tape.h"
@@ -210,21 +211,77 @@ DLA_API void dla_accel_free(dla_accel *af)
     dla__quarantine(DLA__RING_OBJECTS, af);
 }
 
-/* Appends n bytes of fn(ctx) to k->bytes. */
-static dla_status key_bytes(key *k, dla_accel_key_fn fn, void *ctx)
+/* A key function is told how many bytes it may write and says how many
+ * it needs; one that writes what it needs whatever it was told (a struct
+ * of 1600 bytes memcpy'd into the 256 given) overran the buffer on this
+ * stack and crashed the process. Each buffer it is given is followed by
+ * KEY_GUARD bytes of a pattern, so such a write lands there and is an
+ * error naming the function; only a write past the guard too goes
+ * unseen. */
+enum { KEY_SMALL = 256, KEY_GUARD = 4096, KEY_FILL = 0xA5 };
+#define KEY_MAX ((size_t)1 << 30)
+
+static int guard_intact(const unsigned char *g)
 {
-    unsigned char small[256];
-    size_t n = fn ? fn(ctx, small, sizeof small) : sizeof ctx;
+    for (size_t i = 0; i < KEY_GUARD; i++)
+        if (g[i] != KEY_FILL)
+            return 0;
+    return 1;
+}
+
+/* Appends the bytes of fn(ctx) to k->bytes; what names the function in
+ * errors. */
+static dla_status key_bytes(key *k, dla_accel_key_fn fn, void *ctx, const char *what)
+{
+    static const char op[] = "dla_accelerate";
+    unsigned char small[KEY_SMALL + KEY_GUARD];
+    size_t n = sizeof ctx;
+    if (fn) {
+        memset(small + KEY_SMALL, KEY_FILL, KEY_GUARD);
+        n = fn(ctx, small, KEY_SMALL);
+        if (!guard_intact(small + KEY_SMALL))
+            return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: %s wrote past the %d bytes it was "
+                             "given (it returned %zu): a key function writes at most size bytes "
+                             "and returns how many it needs (it is called again with that many)",
+                             op, what, KEY_SMALL, n);
+        /* (size_t)-1 of a function that meant to fail asked for 16 EiB,
+         * and the call failed as out of memory. */
+        if (n > KEY_MAX)
+            return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: %s returned %zu bytes; a key is at "
+                             "most %zu bytes", op, what, n, KEY_MAX);
+    }
     unsigned char *b = dla__realloc(k->bytes, k->nbytes + (n ? n : 1));
     if (!b)
         return dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot build the key");
     k->bytes = b;
-    if (!fn)
+    if (!fn) {
         memcpy(b + k->nbytes, &ctx, sizeof ctx);
-    else if (n <= sizeof small)
+    } else if (n <= KEY_SMALL) {
         memcpy(b + k->nbytes, small, n);
-    else
-        fn(ctx, b + k->nbytes, n);
+    } else {
+        /* Called again with room for what it asked, in a guarded buffer
+         * of its own: a second answer that differs (300 bytes asked, 8
+         * written) left the rest of the key unwritten, bytes of the heap
+         * that made calls miss, or hit, at random. */
+        unsigned char *room = dla__malloc(n + KEY_GUARD);
+        if (!room)
+            return dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot build the key");
+        memset(room + n, KEY_FILL, KEY_GUARD);
+        const size_t again = fn(ctx, room, n);
+        dla_status st = DLA_OK;
+        if (!guard_intact(room + n))
+            st = dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: %s wrote past the %zu bytes it was "
+                           "given (it returned %zu)", op, what, n, again);
+        else if (again != n)
+            st = dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: %s asked for %zu bytes, then, given "
+                           "them, returned %zu: it must return the same count for the same "
+                           "ctx", op, what, n, again);
+        else
+            memcpy(b + k->nbytes, room, n);
+        dla__free(room);
+        if (st != DLA_OK)
+            return st;
+    }
     k->nbytes += n;
     return DLA_OK;
 }
@@ -258,11 +315,15 @@ static dla_status make_key(dla_accel *af, void *ctx, int grad, int nuser, int ni
                 ki->same_as = j;
     }
     dla_status st = DLA_OK;
-    if (af->kind && af->kind->key)
-        st = key_bytes(k, af->kind->key, ctx);
+    char what[96];
+    if (af->kind && af->kind->key) {
+        snprintf(what, sizeof what, "the ctx kind's key function (%.60s)",
+                 af->kind->name ? af->kind->name : "no name");
+        st = key_bytes(k, af->kind->key, ctx, what);
+    }
     k->nstruct = k->nbytes;
     if (st == DLA_OK && (af->keyfn || !af->kind))
-        st = key_bytes(k, af->keyfn, ctx);
+        st = key_bytes(k, af->keyfn, ctx, "the key function (dla_accel_options.key)");
     if (st == DLA_OK && !k->bytes && !(k->bytes = dla__malloc(1))) /* never NULL for memcmp */
         st = dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_accelerate: cannot build the key");
     if (st != DLA_OK)
@@ -642,7 +703,9 @@ static dla_status run_eager(dla_accel *af, void *ctx, int grad, int nin, dla_ten
                             int nout, dla_tensor **out)
 {
     dla_status st;
-    dla_scope_begin();
+    /* Guarded (dla_feval's is for grad): one dla_scope_end too many in fn
+     * released its outputs, then closed the caller's scope. */
+    const int mark = dla__scope_open_guarded(NULL);
     for (int i = 0; i < nout; i++)
         out[i] = NULL;
     if (grad) {
@@ -651,6 +714,12 @@ static dla_status run_eager(dla_accel *af, void *ctx, int grad, int nin, dla_ten
         const unsigned long said = dla__fail_count();
         st = af->fn(ctx, nin, in, nout, out);
         dla__fail_unsaid("dla_accel_call", st, said);
+        const int imbalance = dla__scope_guarded_imbalance(mark);
+        if (st == DLA_OK && imbalance) {
+            char why[120];
+            st = dla__fail(DLA_ERR_STATE, "dla_accel_call: the function %s",
+                           dla__scope_imbalance_str(imbalance, why, sizeof why));
+        }
         for (int i = 0; i < nout; i++)
             if (!out[i]) {
                 dla__fail(st != DLA_OK ? st : DLA_ERR_STATE,
@@ -666,7 +735,7 @@ static dla_status run_eager(dla_accel *af, void *ctx, int grad, int nin, dla_ten
     }
     for (int i = 0; i < nout; i++)
         dla_tensor_retain(out[i]);
-    dla_scope_end();
+    dla__scope_close_guarded(mark);
     return st;
 }
 
@@ -760,9 +829,34 @@ static void alias_release(int nin, dla_tensor *const *in, dla_tensor *const *ali
         dla__free((void *)ali);
 }
 
+/* A kind's tensors function is told how many it may write and says how
+ * many there are; one that writes them all whatever it was told (a loop
+ * over a network's parameters with no look at cap) overran the room on
+ * the stack, or wrote through NULL when there was none. Each list it is
+ * given is followed by TENSORS_GUARD entries of a mark, so such a write
+ * lands there and is an error naming the kind. */
+enum { TENSORS_GUARD = 64 };
+static char tensors_mark_at;
+#define TENSORS_MARK ((dla_tensor *)&tensors_mark_at)
+
+static void tensors_mark(dla_tensor **g)
+{
+    for (int i = 0; i < TENSORS_GUARD; i++)
+        g[i] = TENSORS_MARK;
+}
+
+static int tensors_marked(dla_tensor *const *g)
+{
+    for (int i = 0; i < TENSORS_GUARD; i++)
+        if (g[i] != TENSORS_MARK)
+            return 0;
+    return 1;
+}
+
 /* The call's traced tensors: in[0..nin-1], then those the ctx kind lists.
- * *all is in itself without a kind, else room (cap entries) or a new block
- * (the caller frees it when it is neither). */
+ * *all is in itself without a kind, else room (cap entries, and
+ * TENSORS_GUARD more after them) or a new block (the caller frees it when
+ * it is neither). */
 static dla_status gather(dla_accel *af, void *ctx, const char *op, int nin, dla_tensor *const *in,
                          dla_tensor **room, int cap, dla_tensor *const **all, int *nall)
 {
@@ -771,7 +865,15 @@ static dla_status gather(dla_accel *af, void *ctx, const char *op, int nin, dla_
     if (!af->kind)
         return DLA_OK;
     const char *name = af->kind->name ? af->kind->name : "structured";
-    int n = af->kind->tensors(ctx, cap > nin ? cap - nin : 0, cap > nin ? room + nin : NULL);
+    const int first = cap > nin ? cap - nin : 0;
+    dla_tensor **list = cap > nin ? room + nin : room + cap;
+    tensors_mark(room + cap);
+    int n = af->kind->tensors(ctx, first, list);
+    if (!tensors_marked(room + cap))
+        return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument ctx (%s): its kind's tensors "
+                         "function wrote past the %d entries it was given (it returned %d): it "
+                         "writes at most cap tensors and returns how many there are", op, name,
+                         first, n);
     if (n < 0) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", dla_last_error());
@@ -780,12 +882,18 @@ static dla_status gather(dla_accel *af, void *ctx, const char *op, int nin, dla_
     }
     dla_tensor **t = room;
     if (nin + n > cap) {
-        if (!(t = dla__malloc(sizeof *t * (size_t)(nin + n))))
-            return dla__fail(DLA_ERR_OUT_OF_MEMORY, "%s: cannot list %d ctx tensors", op, n);
-        if (af->kind->tensors(ctx, n, t + nin) != n) {
+        if (n > (1 << 24) ||
+            !(t = dla__malloc(sizeof *t * ((size_t)nin + (size_t)n + TENSORS_GUARD))))
+            return dla__fail(n > (1 << 24) ? DLA_ERR_INVALID_ARGUMENT : DLA_ERR_OUT_OF_MEMORY,
+                             "%s: argument ctx (%s): cannot list %d ctx tensors", op, name, n);
+        tensors_mark(t + nin + n);
+        const int again = af->kind->tensors(ctx, n, t + nin);
+        if (!tensors_marked(t + nin + n) || again != n) {
             dla__free(t);
-            return dla__fail(DLA_ERR_STATE, "%s: argument ctx (%s): its tensor count changed "
-                             "between two listings", op, name);
+            return dla__fail(DLA_ERR_STATE, "%s: argument ctx (%s): %s", op, name,
+                             again != n ? "its tensor count changed between two listings"
+                                        : "its kind's tensors function wrote past the entries "
+                                          "it was given");
         }
     }
     memcpy(t, in, sizeof *t * (size_t)nin);
@@ -853,7 +961,7 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
             out[i] = dla__return(out[i]);
         return st;
     }
-    dla_tensor *room[64];
+    dla_tensor *room[64 + TENSORS_GUARD]; /* gather's guard after the 64 */
     dla_tensor *const *all;
     int nall;
     key k;
@@ -1057,8 +1165,17 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
         if (!out[i])
             out[i] = dla__error_tensor();
         out[i] = dla__return(out[i]);
+        /* With the output's message: the status alone left the last error
+         * empty (an output the function released, dead by the time the
+         * call returned, failed it with "invalid argument" and no word). */
         if (st == DLA_OK && out[i]->status != DLA_OK)
-            st = out[i]->status;
+            st = out[i]->magic == DLA__HANDLE_DEAD
+                     ? dla__fail(out[i]->status, "%s: output %d was released before the call "
+                                 "returned (the function released a reference to it that a "
+                                 "scope or the tape held)", op, i + 1)
+                     : dla__fail(out[i]->status, "%s: output %d: %s", op, i + 1,
+                                 out[i]->message ? out[i]->message
+                                                 : dla_status_str(out[i]->status));
     }
     return st;
 }

@@ -7,6 +7,7 @@
  * so outputs are detached by construction once the tape is gone.
  */
 #include "core/error.h"
+#include "core/scope.h"
 #include "core/tape.h"
 #include "core/tensor.h"
 
@@ -29,10 +30,19 @@ DLA_API dla_status dla_feval(dla_function fn, void *ctx, int nin, dla_tensor *co
     }
     dla__tape tape;
     memset(&tape, 0, sizeof tape);
-    dla_status scope = dla_scope_begin();
+    /* Guarded: one dla_scope_end too many in fn released its outputs and
+     * then closed the caller's scope under it. */
+    dla_status scope;
+    const int mark = dla__scope_open_guarded(&scope);
     dla__tape_push(&tape);
     const unsigned long said = dla__fail_count();
     dla_status st = scope == DLA_OK ? fn(ctx, nin, in, nout, out) : scope;
+    const int imbalance = dla__scope_guarded_imbalance(mark);
+    if (st == DLA_OK && imbalance) {
+        char why[120];
+        st = dla__fail(DLA_ERR_STATE, "%s: the function %s", op,
+                       dla__scope_imbalance_str(imbalance, why, sizeof why));
+    }
     /* An error with no message of its own would leave an older, unrelated
      * one as the last error: until 2026-11-29 the caller read that. */
     dla__fail_unsaid(op, st, said);
@@ -50,7 +60,7 @@ DLA_API dla_status dla_feval(dla_function fn, void *ctx, int nin, dla_tensor *co
         }
     }
     dla__tape_pop();
-    dla_scope_end();
+    dla__scope_close_guarded(mark);
     for (int i = 0; i < nout; i++) {
         out[i] = dla__return(out[i]);
         if (st == DLA_OK && out[i]->status != DLA_OK)

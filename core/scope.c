@@ -12,11 +12,16 @@
 #include "core/handle.h"
 #include "core/tensor.h"
 
+#include <stdio.h>
 #include <string.h>
 
 typedef struct scope {
     dla_tensor **items;
     size_t count, capacity;
+    /* Opened by dlaccel around a user's callback (dla__scope_open_guarded):
+     * the callback's dla_scope_end cannot close it, and ends_refused counts
+     * the times it tried. */
+    int guarded, ends_refused;
 } scope;
 
 /* A fixed stack: opening a scope never allocates, so it cannot fail for
@@ -58,7 +63,25 @@ DLA_API dla_status dla_scope_begin(void)
     return DLA_OK;
 }
 
+static void scope_close(void);
+
 DLA_API void dla_scope_end(void)
+{
+    /* One dla_scope_end too many inside a callback closed the scope
+     * dlaccel opened around it, releasing what the callback had just made
+     * (its result), and dlaccel's own end then closed the caller's scope:
+     * every tensor the caller held there was released under it. */
+    if (depth > 0 && !refused && stack[depth - 1].guarded) {
+        stack[depth - 1].ends_refused++;
+        dla__misuse(DLA_ERR_STATE, "dla_scope_end: the scope open here is the one dlaccel opened "
+                    "around a callback (the callback called dla_scope_end more times than "
+                    "dla_scope_begin); it stays open");
+        return;
+    }
+    scope_close();
+}
+
+static void scope_close(void)
 {
     if (depth == 0) {
         /* Nothing to return it through: the log and the last error say it. */
@@ -77,6 +100,41 @@ DLA_API void dla_scope_end(void)
     dla__free(s->items);
     memset(s, 0, sizeof *s);
     depth--;
+}
+
+int dla__scope_open_guarded(dla_status *status)
+{
+    dla_status st = dla_scope_begin();
+    if (st == DLA_OK)
+        stack[depth - 1].guarded = 1;
+    if (status)
+        *status = st;
+    return (int)(depth + refused);
+}
+
+int dla__scope_guarded_imbalance(int mark)
+{
+    const size_t now = depth + refused;
+    if (now > (size_t)mark)
+        return (int)(now - (size_t)mark);
+    return now == (size_t)mark && !refused && depth > 0 ? -stack[depth - 1].ends_refused : 0;
+}
+
+int dla__scope_close_guarded(int mark)
+{
+    int left_open = 0, ends = 0;
+    /* The callback's own scopes it left open: closed (their tensors were
+     * its temporaries), and counted for the message. */
+    while (depth + refused > (size_t)mark) {
+        scope_close();
+        left_open++;
+    }
+    if (depth + refused == (size_t)mark && depth + refused > 0) {
+        if (!refused)
+            ends = stack[depth - 1].ends_refused;
+        scope_close();
+    }
+    return left_open ? left_open : -ends;
 }
 
 dla_status dla__scope_adopt(dla_tensor *t)
@@ -108,4 +166,15 @@ DLA_API dla_tensor *dla_keep(dla_tensor *t)
         return t;
     }
     return t; /* not owned by this scope: already the caller's */
+}
+
+const char *dla__scope_imbalance_str(int imbalance, char *buf, size_t size)
+{
+    if (imbalance > 0)
+        snprintf(buf, size, "left %d scope%s open (dla_scope_begin without dla_scope_end)",
+                 imbalance, imbalance == 1 ? "" : "s");
+    else
+        snprintf(buf, size, "called dla_scope_end %d more time%s than dla_scope_begin",
+                 -imbalance, imbalance == -1 ? "" : "s");
+    return buf;
 }

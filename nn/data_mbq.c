@@ -32,6 +32,7 @@
 #include "nn/data_image.h"
 #include "nn/data_mbq.h"
 #include "core/omp_defaults.h"
+#include "core/scope.h"
 #include "nn/data_rng.h"
 #include "nn/data_seq.h"
 #include "nn/data_util.h"
@@ -387,7 +388,9 @@ static void make_batch(dla_mbq *q, int64_t start, int64_t count, batch *b)
         if (ds_mask[i])
             held[nheld++] = ds_mask[i];
     }
-    dla_scope_begin();
+    /* Guarded: one dla_scope_end too many in mini_batch_fcn released the
+     * batch, then closed the scope of the thread making it. */
+    const int mark = dla__scope_open_guarded(NULL);
     int o = 0;
     for (int i = 0; i < q->nin; i++) {
         const mbq_input *in = &q->in[i];
@@ -433,7 +436,13 @@ static void make_batch(dla_mbq *q, int64_t start, int64_t count, batch *b)
         /* A stale message must not be taken for the function's. */
         dla_clear_error();
         dla_status st = q->fn(q->fn_ctx, o, out);
-        if (st != DLA_OK) {
+        const int imbalance = dla__scope_guarded_imbalance(mark);
+        if (st == DLA_OK && imbalance) {
+            char why[120];
+            b->status = DLA_ERR_STATE;
+            snprintf(b->message, sizeof b->message, "dla_mbq_next: mini_batch_fcn: %s",
+                     dla__scope_imbalance_str(imbalance, why, sizeof why));
+        } else if (st != DLA_OK) {
             b->status = st;
             snprintf(b->message, sizeof b->message, "dla_mbq_next: mini_batch_fcn: %s",
                      dla_last_status() != DLA_OK ? dla_last_error() : dla_status_str(st));
@@ -444,7 +453,7 @@ static void make_batch(dla_mbq *q, int64_t start, int64_t count, batch *b)
     if (b->status == DLA_OK)
         for (int i = 0; i < o; i++)
             b->out[i] = dla__data_hold(out[i]);
-    dla_scope_end();
+    dla__scope_close_guarded(mark);
     for (int i = 0; i < nheld; i++)
         dla_tensor_release(held[i]);
     dla__data_free(kept_obs);

@@ -9,6 +9,8 @@
 #include "nn/data_util.h"
 #include "nn/datastore.h"
 
+#include "core/scope.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -396,9 +398,18 @@ dla_status dla__ds_call_user(dla__ds_call fn, void *ctx, void *arg, int nout, dl
     dla_status st;
     /* A stale message must not be taken for the callback's. */
     dla_clear_error();
-    dla_scope_begin();
+    /* Guarded: one dla_scope_end too many in the callback released what it
+     * had read, then closed the caller's scope (trainnet's, the mini-batch
+     * queue's). */
+    const int mark = dla__scope_open_guarded(NULL);
     st = fn(ctx, arg, nout, made);
-    if (st != DLA_OK) {
+    const int imbalance = dla__scope_guarded_imbalance(mark);
+    if (st == DLA_OK && imbalance) {
+        char why[120];
+        st = DLA_ERR_STATE;
+        snprintf(msg, sizeof msg, "%s: %s: %s", op, what,
+                 dla__scope_imbalance_str(imbalance, why, sizeof why));
+    } else if (st != DLA_OK) {
         snprintf(msg, sizeof msg, "%s: %s: %s", op, what,
                  dla_last_status() != DLA_OK ? dla_last_error() : dla_status_str(st));
     } else {
@@ -415,6 +426,6 @@ dla_status dla__ds_call_user(dla__ds_call fn, void *ctx, void *arg, int nout, dl
     }
     for (int j = 0; j < nout; j++)
         out[j] = st == DLA_OK ? dla__data_hold(made[j]) : NULL;
-    dla_scope_end();
+    dla__scope_close_guarded(mark);
     return st == DLA_OK ? DLA_OK : dla__data_fail(st, "%s", msg);
 }

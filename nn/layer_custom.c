@@ -329,6 +329,9 @@ static dla_status custom_forward(const dla__props *p, dla__call *c)
     else if (st != DLA_OK && dla_last_status() == DLA_OK)
         dla__nn_fail(st, "its %s failed (%s)", fn == r->def.forward ? "forward" : "predict",
                      dla_status_str(st));
+    st = st == DLA_OK ? dla__custom_new_state_check(&io, fn == r->def.forward ? "forward"
+                                                                              : "predict")
+                      : st;
     for (int k = 0; st == DLA_OK && k < io.nstate; k++)
         if (io.new_state[k] && dla_tensor_status(io.new_state[k]) != DLA_OK)
             st = dla__nn_fail(dla_tensor_status(io.new_state[k]), "new state %d: %s", k + 1,
@@ -341,6 +344,20 @@ static dla_status custom_forward(const dla__props *p, dla__call *c)
     return DLA_OK;
 }
 
+dla_status dla__custom_new_state_check(const dla_layer_io *io, const char *which)
+{
+    /* A new state past the layer's was dropped in silence: a state the
+     * type forgot to declare (dla_layer_add_state) kept its value, and
+     * training went on as if the callback had never set it. */
+    for (int k = io->nstate; k < DLA_LAYER_MAX_PARAMS; k++)
+        if (io->new_state[k])
+            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "its %s set io->new_state[%d], but the "
+                                "layer has %d state parameter%s (declared with "
+                                "dla_layer_add_state in its initialize)", which, k, io->nstate,
+                                io->nstate == 1 ? "" : "s");
+    return DLA_OK;
+}
+
 static void custom_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
 {
     (void)in;
@@ -349,6 +366,10 @@ static void custom_describe(const dla__props *p, const dla__shape *in, char *buf
         if (size)
             buf[0] = '\0';
         r->def.describe(p->custom, buf, size);
+        /* A describe that fills buf (strncpy of a long text) left it
+         * unterminated, and the summary read on past it. */
+        if (size)
+            buf[size - 1] = '\0';
         return;
     }
     size_t at = 0;

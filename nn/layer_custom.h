@@ -38,6 +38,10 @@ dla_status dla__custom_check_values(const dla__custom_type *r, const double *cus
 void dla__custom_io(const dla_layer *l, const dla__call *c, dla_tensor **learn,
                     dla_tensor **state, dla_layer_io *io);
 
+/* DLA_ERR_INVALID_ARGUMENT (and the message) when predict or forward,
+ * which, set io->new_state[k] for a k past io->nstate. */
+dla_status dla__custom_new_state_check(const dla_layer_io *io, const char *which);
+
 /* Runs layer c->layer of type r as one op whose backward is the type's:
  * sets c->y and (training) c->new_state. */
 dla_status dla__custom_op_run(const dla__custom_type *r, dla__call *c);

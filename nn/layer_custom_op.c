@@ -18,6 +18,8 @@
 #include "core/op.h"
 #include "core/tape.h"
 
+#include "core/scope.h"
+
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -61,15 +63,25 @@ static dla_status op_forward(const void *attrs, dla_tensor *const *in, int nin, 
     dla_status (*fn)(dla_layer_io *) = a->training && t->forward ? t->forward : t->predict;
     const char *which = fn == t->forward ? "forward" : "predict";
     dla__recording_pause();
-    dla_scope_begin();
+    const int mark = dla__scope_open_guarded(NULL);
     dla_clear_error();
     dla_status st = fn(&io);
+    char why[120];
+    const int imbalance = dla__scope_guarded_imbalance(mark);
+    if (st == DLA_OK && imbalance)
+        st = dla_set_error(DLA_ERR_STATE, "%s: its %s %s", t->type, which,
+                           dla__scope_imbalance_str(imbalance, why, sizeof why));
     if (st == DLA_OK && !io.y)
         st = dla_set_error(DLA_ERR_STATE, "%s: its %s set no output (io->y)", t->type, which);
     else if (st == DLA_OK && dla_tensor_status(io.y) != DLA_OK)
         st = dla_set_error(dla_tensor_status(io.y), "%s", dla_tensor_error(io.y));
     else if (st != DLA_OK && dla_last_status() == DLA_OK)
         dla_set_error(st, "%s: its %s failed (%s)", t->type, which, dla_status_str(st));
+    if (st == DLA_OK && (st = dla__custom_new_state_check(&io, which)) != DLA_OK) {
+        char m[400];
+        snprintf(m, sizeof m, "%s", dla_last_error());
+        st = dla_set_error(st, "%s: %s", t->type, m);
+    }
     for (int k = 0; st == DLA_OK && k < a->ns; k++)
         if (io.new_state[k] && dla_tensor_status(io.new_state[k]) != DLA_OK)
             st = dla_set_error(dla_tensor_status(io.new_state[k]), "%s",
@@ -92,7 +104,7 @@ static dla_status op_forward(const void *attrs, dla_tensor *const *in, int nin, 
                 break;
             }
     }
-    dla_scope_end();
+    dla__scope_close_guarded(mark);
     dla__recording_resume();
     return st;
 }
@@ -120,7 +132,24 @@ static dla_status op_backward(const dla__node *node, dla_tensor *const *gout, dl
     io.y = node->out[0];
     dla_tensor *dx[DLA__CUSTOM_OP_MAX_IN] = {0}, *dl[DLA__CUSTOM_OP_MAX_IN] = {0};
     dla_clear_error();
+    /* Guarded, as predict and forward are: one dla_scope_end too many in
+     * a backward closed the gradient's scope under it. */
+    const int mark = dla__scope_open_guarded(NULL);
     dla_status st = t->backward(&io, gout[0], dx, dl);
+    const int imbalance = dla__scope_guarded_imbalance(mark);
+    /* The gradients leave the guarded scope for the sweep's, where ops
+     * made them before the guard. */
+    for (int i = 0; i < a->nx + a->nl; i++) {
+        dla_tensor *g = i < a->nx ? dx[i] : dl[i - a->nx];
+        if (g && !imbalance)
+            dla_keep(g);
+    }
+    dla__scope_close_guarded(mark);
+    if (st == DLA_OK && imbalance) {
+        char why[120];
+        return dla_set_error(DLA_ERR_STATE, "%s: its backward %s", t->type,
+                             dla__scope_imbalance_str(imbalance, why, sizeof why));
+    }
     if (st != DLA_OK)
         return dla_last_status() != DLA_OK
                    ? dla_last_status()

@@ -10,6 +10,7 @@
 #include "nn/nn.h"
 
 #include "core/handle.h" /* DLA__HANDLE_TABLE (docs/checks.md) */
+#include "core/scope.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -135,6 +136,16 @@ static dla_status layer_fail(const char *fn, const dla_layer *l, dla_status st)
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", dla_last_error());
     return dla__nn_fail(st, "%s: layer '%s' (%s): %s", fn, l->name, l->kind->display, msg);
+}
+
+/* A layer's callback (a custom layer's initialize or predict) that ended
+ * more scopes than it began, or left one open. */
+static dla_status scope_fail(const char *which, int mark)
+{
+    char why[120];
+    return dla__nn_fail(DLA_ERR_STATE, "its %s %s", which,
+                        dla__scope_imbalance_str(dla__scope_guarded_imbalance(mark), why,
+                                                 sizeof why));
 }
 
 /* A trial run that failed on sequences as short as a sequence input
@@ -316,6 +327,9 @@ static int input_of(const dla_net *net, int layer, int port)
 static dla_status init_layers(dla_net *net, int nexamples, dla_tensor *const *examples,
                               dla__param_sink *sink, const char *fn)
 {
+    /* The guarded scope dla__net_init_with opened (dla_scope_depth counts
+     * it), which the layers' callbacks must leave as they found it. */
+    const int mark = dla_scope_depth();
     /* Each layer's output ports, DLA__MAX_OUTPUTS apart. */
     dla_tensor **act = dla__nn_calloc((size_t)net->nlayers * DLA__MAX_OUTPUTS, sizeof *act);
     dla_tensor **xin = dla__nn_calloc((size_t)net->ninputs, sizeof *xin);
@@ -358,6 +372,8 @@ static dla_status init_layers(dla_net *net, int nexamples, dla_tensor *const *ex
         sink->layer = l;
         l->nparams = 0;
         st = l->kind->init(l, l->kind->is_input ? 0 : nx, in, sink);
+        if (st == DLA_OK && dla__scope_guarded_imbalance(mark))
+            st = scope_fail("initialize", mark);
         if (st != DLA_OK) {
             st = layer_fail(fn, l, st);
             break;
@@ -396,6 +412,10 @@ static dla_status init_layers(dla_net *net, int nexamples, dla_tensor *const *ex
         }
         dla__call c = {.training = 0, .nx = nx, .x = x, .p = p, .layer = l};
         st = l->kind->forward(&l->props, &c);
+        if (st == DLA_OK && dla__scope_guarded_imbalance(mark)) {
+            st = layer_fail(fn, l, scope_fail("predict", mark));
+            break;
+        }
         if (st == DLA_OK && (!c.y || dla_tensor_status(c.y) != DLA_OK))
             st = c.y ? dla_tensor_status(c.y) : DLA_ERR_STATE;
         if (st != DLA_OK) {
@@ -508,9 +528,12 @@ dla_status dla__net_init_with(dla_net *net, int nexamples, dla_tensor *const *ex
                 home = dla_tensor_device(old[k].values[r]);
     if (home && home != prev)
         dla_device_set_current(home);
-    dla_scope_begin();
+    /* Guarded: a custom layer's initialize or predict that ends one scope
+     * too many must not close this one (the trial's activations) nor the
+     * caller's; init_layers names the layer. */
+    const int mark = dla__scope_open_guarded(NULL);
     st = init_layers(net, nexamples, examples, &sink, fn);
-    dla_scope_end();
+    dla__scope_close_guarded(mark);
     if (home && home != prev)
         dla_device_set_current(prev);
     dla_table *keep = st == DLA_OK ? old : net->tables;

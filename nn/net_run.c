@@ -13,6 +13,8 @@
  */
 #include "nn/nn.h"
 
+#include "core/scope.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -123,7 +125,9 @@ static dla_status run(void *ctxp, int nin, dla_tensor *const *in, int nout, dla_
         for (int j = 0; j < l->nparams; j++)
             p[j] = in[base[l->param[j].kind] + l->param[j].row];
         dla__call c = {.training = ctx->training, .nx = nx, .x = x, .p = p, .layer = l};
-        dla_scope_begin();
+        /* Guarded: a custom layer's callback that ends one scope too many
+         * must not close this one (its result) nor the caller's. */
+        const int mark = dla__scope_open_guarded(NULL);
         st = l->kind->forward(&l->props, &c);
         if (st == DLA_OK && (!c.y || dla_tensor_status(c.y) != DLA_OK))
             st = c.y ? dla_tensor_status(c.y) : DLA_ERR_STATE;
@@ -144,7 +148,14 @@ static dla_status run(void *ctxp, int nin, dla_tensor *const *in, int nout, dla_
         } else {
             layer_fail(l, fn, st);
         }
-        dla_scope_end();
+        int imbalance = dla__scope_close_guarded(mark);
+        if (imbalance && st == DLA_OK) {
+            char why[120];
+            /* Only a callback of the user's opens or ends scopes unpaired. */
+            st = dla__nn_fail(DLA_ERR_STATE, "%s: layer '%s' (%s): its callback %s", fn,
+                              l->name, l->kind->display,
+                              dla__scope_imbalance_str(imbalance, why, sizeof why));
+        }
         /* The results no later layer reads (every port of a layer). */
         for (int q = 0; q < nx; q++) {
             int src = l->kind->is_input ? -1 : net->src[i][q];

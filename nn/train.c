@@ -25,6 +25,8 @@
 #include "nn/datastore.h" /* dla__ds_gather, dla__ds_live */
 #include "nn/train_parallel.h"
 
+#include "core/scope.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1613,6 +1615,24 @@ static dla_status validate_iteration(trainer *tr, dla_training_state *s, int *st
     return DLA_OK;
 }
 
+/* The OutputFcn's answer, in a scope dlaccel guards: one dla_scope_end
+ * too many in it closed trainnet's scope and then the caller's (its
+ * tensors released under it), and a scope it left open stayed open after
+ * trainnet returned, in silence. *st is set to the error saying so. */
+static int call_output_fn(const trainer *tr, const dla_training_state *s, dla_status *st)
+{
+    const int mark = dla__scope_open_guarded(NULL);
+    const int answer = tr->o.output_fn(tr->o.output_ctx, s);
+    const int imbalance = dla__scope_close_guarded(mark);
+    if (imbalance) {
+        char why[120];
+        *st = dla__nn_fail(DLA_ERR_STATE, "dla_trainnet: OutputFcn at stage \"%s\" (iteration "
+                           "%lld) %s", s->stage, (long long)s->iteration,
+                           dla__scope_imbalance_str(imbalance, why, sizeof why));
+    }
+    return answer;
+}
+
 /* What follows an iteration's update for every solver: validation, the
  * history, the chart, the table, the checkpoint and the OutputFcn. */
 static dla_status finish_iteration(trainer *tr, dla_training_state *sp, int last, int *stop)
@@ -1636,7 +1656,8 @@ static dla_status finish_iteration(trainer *tr, dla_training_state *sp, int last
         tr->iteration % tr->o.checkpoint_frequency == 0 && (st = checkpoint(tr)) != DLA_OK)
         return st;
     int fn_stop = 0;
-    if (tr->o.output_fn && tr->o.output_fn(tr->o.output_ctx, &s)) {
+    st = DLA_OK;
+    if (tr->o.output_fn && call_output_fn(tr, &s, &st) && st == DLA_OK) {
         snprintf(tr->hist.info->stop_reason, sizeof tr->hist.info->stop_reason,
                  "Stopped by OutputFcn");
         *stop = fn_stop = 1;
@@ -1646,6 +1667,8 @@ static dla_status finish_iteration(trainer *tr, dla_training_state *sp, int last
      * prints this row with the returned network's figures; printed here
      * too, the table showed the iteration twice. Without validation data
      * the row of such a stop is printed here (it was missing). */
+    if (st != DLA_OK)
+        return st;
     if (tr->o.verbose && (row || fn_stop) && !(fn_stop && tr->val_q && !validated)) {
         /* In parallel, another rank's OutputFcn may still stop training
          * here (the ranks agree after the iteration): the final
@@ -2571,13 +2594,13 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
                                      .gradient_norm = NAN, .step_norm = NAN};
             if (!strcmp(tr.o.solver, "lbfgs"))
                 s0.learn_rate = NAN;
-            stop_now = tr.o.output_fn(tr.o.output_ctx, &s0) != 0;
+            stop_now = call_output_fn(&tr, &s0, &st) != 0;
         }
         started = 1;
         /* MATLAB's OutputFcn stops training at any stage, "start" included;
          * its answer there was dropped and every epoch ran. The ranks of a
          * parallel training agree on it, as after an iteration. */
-        st = dla__train_par_end(&tr.par, DLA_OK, &stop_now);
+        st = dla__train_par_end(&tr.par, st, &stop_now);
         if (st == DLA_OK && stop_now)
             snprintf(tr.hist.info->stop_reason, sizeof tr.hist.info->stop_reason,
                      "Stopped by OutputFcn");
@@ -2642,7 +2665,7 @@ static dla_status trainnet_checked(const dla_train_data *data, dla_net *net,
                                     .validation_rmse = in->final_validation_rmse,
                                     .gradient_norm = in->iterations ? in->gradient_norm[in->iterations - 1] : NAN,
                                     .step_norm = in->iterations ? in->step_norm[in->iterations - 1] : NAN};
-            tr.o.output_fn(tr.o.output_ctx, &s);
+            call_output_fn(&tr, &s, &st);
         }
         in->seconds = now() - t0;
     } else if (tr.progress) {

@@ -3156,6 +3156,215 @@ static void test_a_trace_handle_released_twice_leaves_the_caches_reference(void 
     dla_tensor_release(x);
 }
 
+/* A model function that ends one scope more than it began, or leaves one
+ * open: an error saying so from dla_feval, dla_accel_feval and
+ * dla_accel_call. The extra end released the function's outputs and then
+ * closed the caller's scope under it; a scope left open stayed open after
+ * the call, one more each call. */
+static int unpaired_fn_mode;
+
+static dla_status unpaired_fn(void *ctx, int nin, dla_tensor *const *in, int nout,
+                              dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    if (unpaired_fn_mode > 0)
+        dla_scope_begin();
+    out[0] = dla_sum(dla_mul(in[0], in[0]), 0, NULL);
+    if (unpaired_fn_mode < 0)
+        dla_scope_end();
+    return DLA_OK;
+}
+
+static void test_a_function_with_unpaired_scopes_is_an_error(void **state)
+{
+    (void)state;
+    dla_accel *af = dla_accelerate(unpaired_fn, &(dla_accel_options){.name = "unpaired"});
+    for (int mode = -1; mode <= 1; mode += 2) {
+        const char *what = mode < 0 ? "called dla_scope_end 1 more time than dla_scope_begin"
+                                    : "left 1 scope open";
+        dla_scope_begin();
+        const int depth = dla_scope_depth();
+        dla_tensor *x = dla_full(3.0, DLA_F32, "", DLA_DIMS(1, 1)), *y = NULL;
+        for (int how = 0; how < 3; how++) {
+            dla_accel_clear(af); /* a replay would not call the function */
+            unpaired_fn_mode = mode;
+            dla_status st = how == 0   ? dla_feval(unpaired_fn, NULL, 1, &x, 1, &y)
+                            : how == 1 ? dla_accel_feval(af, NULL, 1, &x, 1, &y)
+                                       : dla_accel_call(af, NULL, 1, &x, 1, &y);
+            assert_int_equal(st, DLA_ERR_STATE);
+            assert_non_null(strstr(dla_last_error(), what));
+            assert_int_equal(dla_scope_depth(), depth);
+            /* The caller's tensor lives on, and the next good call works. */
+            unpaired_fn_mode = 0;
+            st = how == 0   ? dla_feval(unpaired_fn, NULL, 1, &x, 1, &y)
+                 : how == 1 ? dla_accel_feval(af, NULL, 1, &x, 1, &y)
+                            : dla_accel_call(af, NULL, 1, &x, 1, &y);
+            assert_int_equal(st, DLA_OK);
+            tu_assert_near(dla_tensor_item(y, 0), 9.0, 0);
+        }
+        dla_scope_end();
+    }
+    dla_accel_free(af);
+}
+
+/* A key function that writes what it needs whatever size it is given (a
+ * struct of 1600 bytes memcpy'd into the 256 given), one that returns
+ * (size_t)-1, and one that asks for 300 bytes and then returns 8: each an
+ * error naming the key function, and the next good call works. The first
+ * overran a buffer on the library's stack (a crash), the second failed
+ * as out of memory ("cannot build the key"), the third left 292 bytes of
+ * the key unwritten (calls missed, or hit, at random). */
+typedef struct big_key {
+    double v[200];
+    int how;
+} big_key;
+
+static size_t big_key_fn(void *ctx, void *buf, size_t size)
+{
+    big_key *b = ctx;
+    static int asked;
+    switch (b->how) {
+    case 1: /* ignores size */
+        memcpy(buf, b->v, sizeof b->v);
+        return sizeof b->v;
+    case 2: /* an error as -1 */
+        return (size_t)-1;
+    case 3: /* 300, then 8 */
+        if (size >= 8)
+            memcpy(buf, b->v, 8);
+        return ++asked % 2 ? 300 : 8;
+    default:
+        if (size >= sizeof b->v)
+            memcpy(buf, b->v, sizeof b->v);
+        return sizeof b->v;
+    }
+}
+
+static dla_status big_key_model(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    out[0] = dla_affine(in[0], ((big_key *)ctx)->v[0], 0);
+    return dla_tensor_status(out[0]);
+}
+
+static void test_a_key_function_that_overruns_or_changes_its_count_is_an_error(void **state)
+{
+    (void)state;
+    dla_accel *af = dla_accelerate(big_key_model, &(dla_accel_options){.key = big_key_fn});
+    static big_key b;
+    b.v[0] = 2;
+    dla_scope_begin();
+    dla_tensor *x = dla_ones(DLA_F32, "", DLA_DIMS(2, 2)), *y;
+    const char *said[] = {"", "wrote past the 256 bytes it was given (it returned 1600)",
+                          "returned 18446744073709551615 bytes",
+                          "asked for 300 bytes, then, given them, returned 8"};
+    for (int how = 1; how <= 3; how++) {
+        b.how = how;
+        assert_int_equal(dla_accel_call(af, &b, 1, &x, 1, &y), DLA_ERR_INVALID_ARGUMENT);
+        assert_non_null(strstr(dla_last_error(), "the key function (dla_accel_options.key)"));
+        assert_non_null(strstr(dla_last_error(), said[how]));
+        b.how = 0;
+        b.v[0] = 2 + how;
+        assert_int_equal(dla_accel_call(af, &b, 1, &x, 1, &y), DLA_OK);
+        tu_assert_near(dla_tensor_item(y, 3), 2.0 + how, 0);
+    }
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
+/* A ctx kind whose tensors function writes every tensor whatever cap it
+ * is given (a loop over 100 parameters): an error naming the kind, and
+ * the next good call works. It overran the 64 entries on the library's
+ * stack (a crash, or a corrupt call). */
+typedef struct many_tensors {
+    dla_tensor *w[100];
+    int ignore_cap;
+} many_tensors;
+
+static int many_tensors_list(void *value, int cap, dla_tensor **t)
+{
+    many_tensors *m = value;
+    for (int i = 0; i < 100; i++)
+        if (m->ignore_cap || i < cap)
+            t[i] = m->w[i];
+    return 100;
+}
+
+static const dla_accel_kind many_tensors_kind = {.name = "manyTensors",
+                                                 .tensors = many_tensors_list};
+
+static dla_status many_tensors_model(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                     dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    many_tensors *m = ctx;
+    dla_tensor *s = in[0];
+    for (int i = 0; i < 100; i++)
+        s = dla_add(s, m->w[i]);
+    out[0] = s;
+    return dla_tensor_status(s);
+}
+
+static void test_a_kind_listing_past_its_cap_is_an_error(void **state)
+{
+    (void)state;
+    static many_tensors m;
+    dla_scope_begin();
+    for (int i = 0; i < 100; i++)
+        m.w[i] = dla_full(1.0, DLA_F32, "", DLA_DIMS(1, 1));
+    dla_tensor *x = dla_full(0.5, DLA_F32, "", DLA_DIMS(1, 1)), *y;
+    dla_accel *af = dla_accelerate(many_tensors_model,
+                                   &(dla_accel_options){.ctx_kind = &many_tensors_kind});
+    m.ignore_cap = 1;
+    assert_int_equal(dla_accel_call(af, &m, 1, &x, 1, &y), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "argument ctx (manyTensors): its kind's tensors "
+                                             "function wrote past the 63 entries it was given"));
+    m.ignore_cap = 0;
+    assert_int_equal(dla_accel_call(af, &m, 1, &x, 1, &y), DLA_OK);
+    tu_assert_near(dla_tensor_item(y, 0), 100.5, 0);
+    dla_accel_free(af);
+    dla_scope_end();
+}
+
+/* A function that releases the output it returns (dla_keep, then
+ * dla_tensor_release: the reference was a scope's, not its own): the
+ * recording dla_accel_feval fails saying the output was released, and
+ * the next good call works. The call failed with DLA_ERR_INVALID_ARGUMENT
+ * and an empty last error. */
+static int releasing_fn_on;
+
+static dla_status releasing_fn(void *ctx, int nin, dla_tensor *const *in, int nout,
+                               dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    dla_tensor *s = dla_sum(dla_mul(in[0], in[0]), 0, NULL);
+    if (releasing_fn_on) {
+        s = dla_keep(s);
+        dla_tensor_release(s);
+    }
+    out[0] = s;
+    return DLA_OK;
+}
+
+static void test_an_output_the_function_released_is_named(void **state)
+{
+    (void)state;
+    dla_accel *af = dla_accelerate(releasing_fn, NULL);
+    dla_scope_begin();
+    dla_tensor *x = dla_full(3.0, DLA_F32, "", DLA_DIMS(1, 1)), *y = NULL;
+    releasing_fn_on = 1;
+    assert_int_equal(dla_accel_feval(af, NULL, 1, &x, 1, &y), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "dla_accel_feval: output 1 was released before the "
+                                             "call returned"));
+    releasing_fn_on = 0;
+    dla_accel_clear(af);
+    assert_int_equal(dla_accel_feval(af, NULL, 1, &x, 1, &y), DLA_OK);
+    tu_assert_near(dla_tensor_item(y, 0), 9.0, 0);
+    dla_scope_end();
+    dla_accel_free(af);
+}
+
 int main(void)
 {
     /* A second device with memory the host cannot address: the testmem
@@ -3168,6 +3377,10 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         TU_TEST(test_defaults_and_the_matlab_property_display),
+        TU_TEST(test_a_function_with_unpaired_scopes_is_an_error),
+        TU_TEST(test_a_key_function_that_overruns_or_changes_its_count_is_an_error),
+        TU_TEST(test_a_kind_listing_past_its_cap_is_an_error),
+        TU_TEST(test_an_output_the_function_released_is_named),
         TU_TEST(test_occupancy_is_the_percent_of_the_cache_in_use_as_matlabs),
         TU_TEST(test_a_null_af_is_named_by_the_setters),
         TU_TEST(test_second_call_hits_and_does_not_run_the_function),

@@ -15,6 +15,7 @@
 
 #include "testutil.h"
 #include "gradcheck.h"
+#include "tu_assert.h"
 #include "../examples/slice_diff_layer.h"
 
 #include <dlaccel.h>
@@ -1259,6 +1260,232 @@ static void a_null_gradient_from_a_backward_is_zeros(void **state)
     dla_scope_end();
 }
 
+/* A predict that ends one scope more than it began, or leaves one open:
+ * an error naming the layer and what its callback did, at creation
+ * (the trial run), in forward and in predict, eager and accelerated.
+ * The extra end released the layer's result and then closed the caller's
+ * scope (its tensors released under it: "use of a released tensor"); a
+ * scope left open piled up, one more a call, in silence. */
+static int unpaired_mode, unpaired_on;
+
+static dla_status unpaired_predict(dla_layer_io *io)
+{
+    if (unpaired_on && unpaired_mode > 0)
+        dla_scope_begin();
+    io->y = dla_affine(io->x[0], 2, 0);
+    if (unpaired_on && unpaired_mode < 0)
+        dla_scope_end();
+    return DLA_OK;
+}
+
+static const dla_layer_type unpaired_type = {.type = "unpairedScopes",
+                                             .predict = unpaired_predict};
+
+static dla_status unpaired_init(const dla_layer *l, dla_layer_init *init, int nx,
+                                dla_tensor *const *x)
+{
+    (void)l, (void)init, (void)nx, (void)x;
+    if (unpaired_on && unpaired_mode > 0)
+        dla_scope_begin();
+    if (unpaired_on && unpaired_mode < 0)
+        dla_scope_end();
+    return DLA_OK;
+}
+
+static dla_status plain_twice(dla_layer_io *io)
+{
+    io->y = dla_affine(io->x[0], 2, 0);
+    return DLA_OK;
+}
+
+static const dla_layer_type unpaired_init_type = {
+    .type = "unpairedInit", .initialize = unpaired_init, .predict = plain_twice};
+
+/* The same in a backward of the type's own: it closed dla_gradient's
+ * scope. */
+static dla_status unpaired_backward(const dla_layer_io *io, dla_tensor *dy, dla_tensor **dx,
+                                    dla_tensor **dl)
+{
+    (void)io, (void)dl;
+    if (unpaired_on && unpaired_mode > 0)
+        dla_scope_begin();
+    dx[0] = dla_affine(dy, 2, 0);
+    if (unpaired_on && unpaired_mode < 0)
+        dla_scope_end();
+    return DLA_OK;
+}
+
+static dla_status twice_predict(dla_layer_io *io)
+{
+    io->y = dla_affine(io->x[0], 2, 0);
+    return DLA_OK;
+}
+
+static const dla_layer_type unpaired_backward_type = {
+    .type = "unpairedBackward", .predict = twice_predict, .backward = unpaired_backward};
+
+static dla_status unpaired_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    dla_tensor *y;
+    dla_status st = dla_net_forward(ctx, 1, in, 1, &y, NULL, NULL);
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_sum(y, 0, NULL);
+    return dla_gradient(out[0], 1, in, out + 1);
+}
+
+static void a_callback_with_unpaired_scopes_is_an_error_naming_the_layer(void **state)
+{
+    (void)state;
+    assert_int_equal(dla_layer_type_register(&unpaired_type), DLA_OK);
+    assert_int_equal(dla_layer_type_register(&unpaired_backward_type), DLA_OK);
+    assert_int_equal(dla_layer_type_register(&unpaired_init_type), DLA_OK);
+    for (unpaired_mode = -1; unpaired_mode <= 1; unpaired_mode += 2) {
+        const char *what = unpaired_mode < 0 ? "called dla_scope_end 1 more time than "
+                                               "dla_scope_begin"
+                                             : "left 1 scope open";
+        dla_scope_begin();
+        const int depth = dla_scope_depth();
+        dla_tensor *x = dla_ones(DLA_F32, "CB", DLA_DIMS(2, 3));
+        /* At creation: the trial run. */
+        unpaired_on = 1;
+        dla_layer *l[] = {dla_feature_input_layer(2, NULL),
+                          dla_custom_layer("unpairedScopes", NULL,
+                                           &(dla_layer_options){.name = "u"})};
+        assert_null(dla_net_create(2, l));
+        assert_non_null(strstr(dla_last_error(), "layer 'u' (unpairedScopes): its predict"));
+        assert_non_null(strstr(dla_last_error(), what));
+        assert_int_equal(dla_scope_depth(), depth);
+        dla_layer *li[] = {dla_feature_input_layer(2, NULL),
+                           dla_custom_layer("unpairedInit", NULL,
+                                            &(dla_layer_options){.name = "ui"})};
+        assert_null(dla_net_create(2, li));
+        assert_non_null(strstr(dla_last_error(), "dla_net_init: layer 'ui' (unpairedInit): its "
+                                                 "initialize"));
+        assert_non_null(strstr(dla_last_error(), what));
+        assert_int_equal(dla_scope_depth(), depth);
+        unpaired_on = 0;
+        dla_layer *l2[] = {dla_feature_input_layer(2, NULL),
+                           dla_custom_layer("unpairedScopes", NULL,
+                                            &(dla_layer_options){.name = "u"})};
+        dla_net *net = dla_net_create(2, l2);
+        assert_non_null(net);
+        for (int accel = 0; accel < 2; accel++) {
+            dla_net_set_accelerate(net, accel);
+            dla_tensor *y = NULL, *s = NULL;
+            unpaired_on = 1;
+            assert_int_equal(dla_net_forward(net, 1, &x, 1, &y, &s, NULL), DLA_ERR_STATE);
+            assert_non_null(strstr(dla_last_error(), "dla_net_forward: layer 'u'"));
+            assert_non_null(strstr(dla_last_error(), what));
+            assert_int_equal(dla_scope_depth(), depth);
+            assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, NULL), DLA_ERR_STATE);
+            assert_non_null(strstr(dla_last_error(), "dla_net_predict: layer 'u'"));
+            assert_int_equal(dla_scope_depth(), depth);
+            /* The caller's tensor lives on, and the next good call works. */
+            unpaired_on = 0;
+            assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, NULL), DLA_OK);
+            tu_assert_near(dla_tensor_item(y, 5), 2.0, 0);
+        }
+        dla_net_free(net);
+        /* A backward of its own, called by dla_gradient. */
+        dla_layer *l3[] = {dla_feature_input_layer(2, NULL),
+                           dla_custom_layer("unpairedBackward", NULL,
+                                            &(dla_layer_options){.name = "ub"})};
+        net = dla_net_create(2, l3);
+        assert_non_null(net);
+        dla_tensor *o[2];
+        unpaired_on = 1;
+        assert_int_equal(dla_feval(unpaired_loss, net, 1, &x, 2, o), DLA_ERR_STATE);
+        assert_non_null(strstr(dla_last_error(), "unpairedBackward: its backward"));
+        assert_non_null(strstr(dla_last_error(), what));
+        assert_int_equal(dla_scope_depth(), depth);
+        unpaired_on = 0;
+        assert_int_equal(dla_feval(unpaired_loss, net, 1, &x, 2, o), DLA_OK);
+        tu_assert_near(dla_tensor_item(o[1], 0), 2.0, 0);
+        dla_net_free(net);
+        dla_scope_end();
+    }
+}
+
+/* A forward that sets a new state past the layer's (a state its type
+ * forgot to declare): an error naming the layer and the index, with or
+ * without a backward of its own. It was dropped in silence, the update
+ * never made. */
+static dla_status extra_state_forward(dla_layer_io *io)
+{
+    io->y = dla_affine(io->x[0], 1, 0);
+    io->new_state[0] = dla_affine(io->state[0], 1, 1);
+    io->new_state[1] = dla_affine(io->state[0], 1, 2);
+    return DLA_OK;
+}
+
+static const dla_layer_type extra_state_type = {
+    .type = "extraState", .nproperties = 2, .properties = rmean_props,
+    .initialize = rmean_init, .predict = rmean_predict,
+    .forward = extra_state_forward};
+
+static const dla_layer_type extra_state_own_type = {
+    .type = "extraStateOwn", .nproperties = 2, .properties = rmean_props,
+    .initialize = rmean_init, .predict = rmean_predict,
+    .forward = extra_state_forward, .backward = rmean_backward};
+
+static void a_new_state_past_the_layers_is_an_error(void **state)
+{
+    (void)state;
+    assert_int_equal(dla_layer_type_register(&extra_state_type), DLA_OK);
+    assert_int_equal(dla_layer_type_register(&extra_state_own_type), DLA_OK);
+    const char *types[] = {"extraState", "extraStateOwn"};
+    dla_scope_begin();
+    dla_tensor *cb = dla_ones(DLA_F32, "CB", DLA_DIMS(2, 2)), *y, *s;
+    for (int t = 0; t < 2; t++) {
+        dla_layer *l = dla_custom_layer(types[t], NULL, &(dla_layer_options){.name = "es"});
+        dla_net *net = dla_net_create(1, &l);
+        assert_int_equal(dla_net_init(net, 1, &cb), DLA_OK);
+        assert_int_equal(dla_net_state_count(net), 1);
+        for (int accel = 0; accel < 2; accel++) {
+            dla_net_set_accelerate(net, accel);
+            assert_int_equal(dla_net_forward(net, 1, &cb, 1, &y, &s, NULL),
+                             DLA_ERR_INVALID_ARGUMENT);
+            assert_non_null(strstr(dla_last_error(), "dla_net_forward: layer 'es'"));
+            assert_non_null(strstr(dla_last_error(), "its forward set io->new_state[1], but the "
+                                                     "layer has 1 state parameter"));
+        }
+        dla_net_free(net);
+    }
+    dla_scope_end();
+}
+
+/* A describe that fills its whole buffer, unterminated (strncpy of a long
+ * text): the summary shows it cut to the buffer, one byte short of it for
+ * the end; it read on past the buffer (192 bytes and what followed). */
+static void fill_describe(const double *props, char *buf, size_t size)
+{
+    (void)props;
+    memset(buf, 'x', size);
+}
+
+static const dla_layer_type fill_describe_type = {
+    .type = "fillDescribe", .predict = twice_predict, .describe = fill_describe};
+
+static void an_unterminated_description_is_cut_to_its_buffer(void **state)
+{
+    (void)state;
+    assert_int_equal(dla_layer_type_register(&fill_describe_type), DLA_OK);
+    dla_layer *l[] = {dla_feature_input_layer(3, NULL),
+                      dla_custom_layer("fillDescribe", NULL, NULL)};
+    dla_net *net = dla_net_create(2, l);
+    assert_non_null(net);
+    static char text[1 << 14];
+    assert_true(dla_net_summary(net, text, sizeof text) > 0);
+    const char *x = strstr(text, "xxx");
+    assert_non_null(x);
+    size_t n = strspn(x, "x");
+    assert_true(n > 100 && n < 192);
+    dla_net_free(net);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1266,6 +1493,9 @@ int main(void)
         TU_TEST(outputs_by_name_run_only_the_layers_they_need),
         TU_TEST(outputs_by_name_in_forward_keep_the_state_of_later_layers),
         TU_TEST(errors_name_the_layer),
+        TU_TEST(a_callback_with_unpaired_scopes_is_an_error_naming_the_layer),
+        TU_TEST(a_new_state_past_the_layers_is_an_error),
+        TU_TEST(an_unterminated_description_is_cut_to_its_buffer),
         TU_TEST(bad_fans_and_an_orthogonal_of_three_dims_are_refused),
         TU_TEST(a_sequence_with_a_custom_layer_runs_and_has_its_learnables),
         TU_TEST(a_graph_with_a_two_input_custom_layer),

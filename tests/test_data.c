@@ -1118,6 +1118,18 @@ static dla_status scale_bytes(void *ctx, int n, dla_tensor **out)
 
 static dla_status refuse(void *ctx, int n, dla_tensor **out) { return DLA_ERR_UNSUPPORTED; }
 
+/* *ctx < 0: one dla_scope_end more than it began; > 0: a scope left open. */
+static dla_status unpaired_fcn(void *ctx, int n, dla_tensor **out)
+{
+    (void)n;
+    if (*(int *)ctx > 0)
+        dla_scope_begin();
+    out[0] = dla_affine(out[0], 2, 0);
+    if (*(int *)ctx < 0)
+        dla_scope_end();
+    return DLA_OK;
+}
+
 static void test_mbq_casts_relabels_and_runs_the_mini_batch_function(void **state)
 {
     uint8_t px[2 * 2 * 1 * 5];
@@ -1148,6 +1160,30 @@ static void test_mbq_casts_relabels_and_runs_the_mini_batch_function(void **stat
     assert_null(b);
     assert_non_null(strstr(dla_last_error(), "mini_batch_fcn"));
     dla_mbq_free(q);
+    /* One dla_scope_end more than it began, or a scope left open, in the
+     * foreground and on the dispatch thread: the batch's error, naming
+     * it. The extra end released the batch under the queue, then closed
+     * the caller's scope (foreground) or left the dispatch thread's
+     * scopes one short; a scope left open piled up one a batch. */
+    for (int bg = 0; bg < 2; bg++)
+        for (int mode = -1; mode <= 1; mode += 2) {
+            o.mini_batch_fcn = unpaired_fcn;
+            o.mini_batch_ctx = &mode;
+            o.dispatch_in_background = bg;
+            dla_scope_begin();
+            const int depth = dla_scope_depth();
+            dla_tensor *mine = dla_full(4.0, DLA_F32, "", DLA_DIMS(1, 1));
+            assert_int_equal(dla_mbq_create(1, in, &o, &q), DLA_OK);
+            assert_int_equal(dla_mbq_next(q, 1, &b), DLA_ERR_STATE);
+            assert_null(b);
+            assert_non_null(strstr(dla_last_error(), "mini_batch_fcn"));
+            assert_non_null(strstr(dla_last_error(), mode < 0 ? "called dla_scope_end 1 more time"
+                                                              : "left 1 scope open"));
+            assert_int_equal(dla_scope_depth(), depth);
+            assert_true(dla_tensor_item(mine, 0) == 4.0);
+            dla_mbq_free(q);
+            dla_scope_end();
+        }
     dla_tensor_release(x);
 }
 

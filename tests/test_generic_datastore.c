@@ -1706,11 +1706,60 @@ static void test_every_refused_allocation_fails_cleanly(void **state)
     assert_true(refused > 10);
 }
 
+/* A read that ends one scope more than it began, or leaves one open: an
+ * error naming the read and what it did. The extra end closed the scope
+ * the datastore opened around the read (releasing what it read) and then
+ * the caller's, whose tensors were released under it; a scope left open
+ * piled up, one more each read. */
+static int unpaired_mode;
+
+static dla_status unpaired_read_at(void *ctx, int64_t i, int n, dla_tensor **out)
+{
+    (void)ctx, (void)n;
+    if (unpaired_mode > 0)
+        dla_scope_begin();
+    out[0] = dla_full((double)i, DLA_F32, "", DLA_DIMS(1, 1));
+    if (unpaired_mode < 0)
+        dla_scope_end();
+    return DLA_OK;
+}
+
+static void test_a_read_with_unpaired_scopes_is_an_error_naming_it(void **state)
+{
+    (void)state;
+    dla_custom_datastore def = {.num_outputs = 1, .num_observations = 3,
+                                .read_at = unpaired_read_at};
+    dla_datastore *ds;
+    assert_ok(dla_custom_datastore_create(&def, &ds));
+    for (int mode = -1; mode <= 1; mode += 2) {
+        unpaired_mode = mode;
+        dla_scope_begin();
+        dla_tensor *mine = dla_full(7.0, DLA_F32, "", DLA_DIMS(1, 1));
+        const int depth = dla_scope_depth();
+        dla_tensor *out = NULL;
+        dla_datastore_reset(ds);
+        assert_int_equal(dla_datastore_read(ds, 1, &out), DLA_ERR_STATE);
+        assert_non_null(strstr(dla_last_error(), "read_at(0)"));
+        assert_non_null(strstr(dla_last_error(), mode < 0 ? "called dla_scope_end 1 more time "
+                                                           "than dla_scope_begin"
+                                                         : "left 1 scope open"));
+        assert_int_equal(dla_scope_depth(), depth);
+        /* The caller's tensor lives on, and the next good read works. */
+        tu_assert_near(dla_tensor_item(mine, 0), 7.0, 0);
+        unpaired_mode = 0;
+        assert_ok(dla_datastore_read(ds, 1, &out));
+        tu_assert_near(dla_tensor_item(out, 0), 0.0, 0);
+        dla_scope_end();
+    }
+    dla_datastore_free(ds);
+}
+
 int main(void)
 {
     dla_set_allocator(tu_atomic_alloc, NULL);
     const struct CMUnitTest tests[] = {
         TU_TEST(test_array_reads_read_size_observations_along_the_last_dim),
+        TU_TEST(test_a_read_with_unpaired_scopes_is_an_error_naming_it),
         TU_TEST(test_array_iteration_dimension_and_formats),
         TU_TEST(test_subset_shuffle_and_partition),
         TU_TEST(test_file_datastore_reads_one_file_a_read_in_path_order),

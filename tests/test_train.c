@@ -2339,6 +2339,70 @@ static double halving(void *ctx, double initial, int epoch, int iteration)
     return epoch >= *(int *)ctx ? NAN : initial / (1 << (epoch - 1));
 }
 
+/* An OutputFcn that ends one scope more than it began, or leaves one open,
+ * at "start", at an iteration or at "done": an error naming the OutputFcn,
+ * the stage and what it did, with the network as trained so far. The
+ * extra end closed trainnet's scope and then the caller's, whose tensors
+ * were released under it ("use of a released tensor" at their next use);
+ * a scope left open stayed open after trainnet returned, in silence. */
+static int unpaired_at, unpaired_calls, unpaired_mode;
+
+static int unpaired_output_fn(void *ctx, const dla_training_state *s)
+{
+    (void)ctx, (void)s;
+    if (++unpaired_calls == unpaired_at) {
+        if (unpaired_mode < 0)
+            dla_scope_end();
+        else
+            dla_scope_begin();
+    }
+    return 0;
+}
+
+static void an_output_fn_with_unpaired_scopes_is_an_error_naming_it(void **state)
+{
+    (void)state;
+    dla_tensor *x, *t;
+    blobs(64, 14, &x, &t);
+    dla_net *net = mlp(), *trained;
+    dla_training_info *info;
+    dla_train_data d = {.predictors = x, .targets = t};
+    dla_training_options o = quiet();
+    o.max_epochs = 1;
+    o.mini_batch_size = 32; /* 2 iterations: calls 1 "start", 2-3, 4 "done" */
+    o.output_fn = unpaired_output_fn;
+    const char *stage[] = {"", "\"start\" (iteration 0)", "\"iteration\" (iteration 1)", "",
+                           "\"done\" (iteration 2)"};
+    for (unpaired_mode = -1; unpaired_mode <= 1; unpaired_mode += 2)
+        for (unpaired_at = 1; unpaired_at <= 4; unpaired_at += unpaired_at == 2 ? 2 : 1) {
+            dla_scope_begin();
+            const int depth = dla_scope_depth();
+            dla_tensor *mine = dla_full(5.0, DLA_F32, "", DLA_DIMS(1, 1));
+            unpaired_calls = 0;
+            assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o,
+                                          &trained, &info), DLA_ERR_STATE);
+            assert_non_null(strstr(dla_last_error(), "OutputFcn at stage"));
+            assert_non_null(strstr(dla_last_error(), stage[unpaired_at]));
+            assert_non_null(strstr(dla_last_error(), unpaired_mode < 0 ? "called dla_scope_end 1 "
+                                                                         "more time"
+                                                                       : "left 1 scope open"));
+            assert_int_equal(dla_scope_depth(), depth);
+            assert_true(dla_tensor_item(mine, 0) == 5.0);
+            dla_training_info_free(info);
+            dla_net_free(trained);
+            dla_scope_end();
+        }
+    /* The next good call works. */
+    unpaired_at = 0;
+    assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained,
+                                  &info), DLA_OK);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+}
+
 static void output_fn_stops_training_and_schedules_drop_the_rate(void **state)
 {
     (void)state;
@@ -3934,6 +3998,7 @@ int main(void)
         TU_TEST(an_accelerated_custom_loss_is_replayed_and_trains),
         TU_TEST(sequences_train_with_each_sequence_length),
         TU_TEST(output_fn_stops_training_and_schedules_drop_the_rate),
+        TU_TEST(an_output_fn_with_unpaired_scopes_is_an_error_naming_it),
         TU_TEST(a_stop_by_the_output_fn_validates_the_network_returned),
         TU_TEST(trainnet_runs_a_list_of_schedules_in_turn),
         TU_TEST(input_normalization_is_reset_from_uint8_images),

@@ -94,7 +94,11 @@ typedef struct dla_accel dla_accel;
 
 /* Writes the values of the function's non-tensor inputs (read from ctx)
  * into buf, at most size bytes, and returns how many bytes they take (the
- * library calls again with a larger buf when that is more than size). */
+ * library calls again with a larger buf when that is more than size, and
+ * the second answer must be the same). A call fails with
+ * DLA_ERR_INVALID_ARGUMENT naming the key function when it writes past
+ * size (seen up to 4096 bytes past), returns more than 2^30 bytes
+ * ((size_t)-1 for a failure), or answers the second call otherwise. */
 typedef size_t (*dla_accel_key_fn)(void *ctx, void *buf, size_t size);
 
 /* A kind of structured ctx: a value holding tensors that the function
@@ -110,7 +114,10 @@ typedef struct dla_accel_kind {
     /* The tensors inside value, in an order fixed by its structure: writes
      * the first cap of them (borrowed; a good tensor each) into tensors and
      * returns how many there are; a negative number with dla_last_error
-     * set when value cannot be used (a network not initialized). */
+     * set when value cannot be used (a network not initialized). It is
+     * called again with room for them all when there are more than cap
+     * (the same count again). Writing past cap is an error naming the
+     * kind (seen up to 64 entries past). */
     int (*tensors)(void *value, int cap, dla_tensor **tensors);
     /* The structure as key bytes (a network's architecture and parameter
      * sizes), as dla_accel_key_fn; NULL: none. */

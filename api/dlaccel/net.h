@@ -786,7 +786,8 @@ typedef struct dla_layer_io {
     dla_tensor *y;
     /* forward and predict may set the new value of state k (MATLAB's
      * [Z, state] = forward(layer, X) and = predict(layer, X)); NULL:
-     * unchanged. What predict sets reaches dla_net_predict_state only. */
+     * unchanged. What predict sets reaches dla_net_predict_state only.
+     * Setting one at k >= nstate (a state not declared) is an error. */
     dla_tensor *new_state[DLA_LAYER_MAX_PARAMS];
 } dla_layer_io;
 
@@ -837,7 +838,8 @@ typedef struct dla_layer_type {
      * most 8 and nstate at most 3. */
     dla_status (*backward)(const dla_layer_io *io, dla_tensor *dy, dla_tensor **dx,
                            dla_tensor **dlearnables);
-    /* The summary's description column; NULL: the properties as
+    /* The summary's description column, at most size - 1 characters
+     * (the last byte of buf is made a '\0'); NULL: the properties as
      * "NumTimeSteps 3". */
     void (*describe)(const double *properties, char *buf, size_t size);
 } dla_layer_type;
