@@ -1461,22 +1461,33 @@ static void *worker_main(void *p)
     return NULL;
 }
 
-static void test_one_accelerated_function_serves_several_threads(void **state)
+/* n (<= 4) workers calling af, each joined before any check: a failed
+ * check leaves the caller's frame, and the workers read and write w[] in
+ * it. */
+static void run_workers(dla_accel *af, int n, worker *w)
 {
-    dla_accel *af = dla_accelerate(model_loss, NULL);
     pthread_t th[4];
-    worker w[4];
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < n; i++) {
         w[i] = (worker){.af = af, .ok = 0};
         pthread_create(&th[i], NULL, worker_main, &w[i]);
     }
-    /* Every thread joined before any check: a failed check leaves this
-     * frame, and the workers read and write w[] in it. */
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < n; i++)
         pthread_join(th[i], NULL);
-    for (int i = 0; i < 4; i++)
+}
+
+static void check_workers(int n, const worker *w)
+{
+    for (int i = 0; i < n; i++)
         if (!w[i].ok)
             fail_msg("worker %d: %s", i, w[i].why);
+}
+
+static void test_one_accelerated_function_serves_several_threads(void **state)
+{
+    dla_accel *af = dla_accelerate(model_loss, NULL);
+    worker w[4];
+    run_workers(af, 4, w);
+    check_workers(4, w);
     assert_int_equal(dla_accel_occupancy(af), 1);
     assert_true(dla_accel_hit_rate(af) >= 90.0);
     dla_accel_free(af);
@@ -2402,7 +2413,7 @@ static void test_statistics_read_while_other_threads_call(void **state)
 {
     dla_accel *af = dla_accelerate(model_loss, NULL);
     reader rd = {.af = af};
-    pthread_t rt, th[3];
+    pthread_t rt;
     worker w[3];
     pthread_create(&rt, NULL, reader_main, &rd);
     /* The workers start once the reader has read: on a loaded machine
@@ -2410,17 +2421,10 @@ static void test_statistics_read_while_other_threads_call(void **state)
      * overlap for ThreadSanitizer to see). */
     while (!atomic_load(&rd.started))
         poll(NULL, 0, 1);
-    for (int i = 0; i < 3; i++) {
-        w[i] = (worker){.af = af, .ok = 0};
-        pthread_create(&th[i], NULL, worker_main, &w[i]);
-    }
-    for (int i = 0; i < 3; i++)
-        pthread_join(th[i], NULL);
+    run_workers(af, 3, w);
     atomic_store(&rd.stop, 1);
     pthread_join(rt, NULL);
-    for (int i = 0; i < 3; i++)
-        if (!w[i].ok)
-            fail_msg("worker %d: %s", i, w[i].why);
+    check_workers(3, w);
     assert_true(rd.reads > 0);
     assert_int_equal(rd.bad, 0);
     dla_accel_free(af);
@@ -2475,24 +2479,17 @@ static void test_properties_read_while_other_threads_set_them_and_call(void **st
 {
     dla_accel *af = dla_accelerate(model_loss, NULL);
     property_monitor m = {.af = af};
-    pthread_t mt, ct, th[3];
+    pthread_t mt, ct;
     worker w[3];
     pthread_create(&mt, NULL, property_monitor_main, &m);
     while (!atomic_load(&m.started))
         poll(NULL, 0, 1);
     pthread_create(&ct, NULL, property_control_main, &m);
-    for (int i = 0; i < 3; i++) {
-        w[i] = (worker){.af = af, .ok = 0};
-        pthread_create(&th[i], NULL, worker_main, &w[i]);
-    }
-    for (int i = 0; i < 3; i++)
-        pthread_join(th[i], NULL);
+    run_workers(af, 3, w);
     atomic_store(&m.stop, 1);
     pthread_join(ct, NULL);
     pthread_join(mt, NULL);
-    for (int i = 0; i < 3; i++)
-        if (!w[i].ok)
-            fail_msg("worker %d: %s", i, w[i].why);
+    check_workers(3, w);
     assert_true(m.reads > 0);
     assert_int_equal(m.bad, 0);
     dla_accel_free(af);
@@ -2540,22 +2537,15 @@ static void test_a_trace_printed_while_other_threads_replay_it(void **state)
     if (!first.ok)
         fail_msg("%s", first.why);
     trace_printer tp = {.af = af};
-    pthread_t pt, th[3];
+    pthread_t pt;
     worker w[3];
     pthread_create(&pt, NULL, trace_printer_main, &tp);
     while (!atomic_load(&tp.started))
         poll(NULL, 0, 1);
-    for (int i = 0; i < 3; i++) {
-        w[i] = (worker){.af = af, .ok = 0};
-        pthread_create(&th[i], NULL, worker_main, &w[i]);
-    }
-    for (int i = 0; i < 3; i++)
-        pthread_join(th[i], NULL);
+    run_workers(af, 3, w);
     atomic_store(&tp.stop, 1);
     pthread_join(pt, NULL);
-    for (int i = 0; i < 3; i++)
-        if (!w[i].ok)
-            fail_msg("worker %d: %s", i, w[i].why);
+    check_workers(3, w);
     assert_true(tp.prints > 0);
     assert_int_equal(tp.bad, 0);
     dla_accel_free(af);
