@@ -840,15 +840,13 @@ static void an_input_of_another_dtype_than_the_network_is_named(void **state)
 }
 
 
-/* The testmem device, a second device when the build's test plugins are
- * found (main adds them after the cpu); skips the test otherwise. */
+/* The testmem device (testutil.h); skips the test without it. */
 static dla_device *testmem_or_skip(void)
 {
-    for (int i = 0; i < dla_device_count(); i++)
-        if (!strcmp(dla_device_plugin(dla_device_at(i)), "testmem"))
-            return dla_device_at(i);
-    skip();
-    return NULL;
+    dla_device *d = tu_testmem_device();
+    if (!d)
+        skip();
+    return d;
 }
 
 /* Data on another device than the network's fails naming the input, both

@@ -802,15 +802,13 @@ static void a_network_trains_through_its_learnables_table(void **state)
     dla_net_free(net);
 }
 
-/* The testmem device, a second device when the build's test plugins are
- * found (main adds them after the cpu); skips the test otherwise. */
+/* The testmem device (testutil.h); skips the test without it. */
 static dla_device *testmem_or_skip(void)
 {
-    for (int i = 0; i < dla_device_count(); i++)
-        if (!strcmp(dla_device_plugin(dla_device_at(i)), "testmem"))
-            return dla_device_at(i);
-    skip();
-    return NULL;
+    dla_device *d = tu_testmem_device();
+    if (!d)
+        skip();
+    return d;
 }
 
 /* A state or gradient on another device than its parameter (a network

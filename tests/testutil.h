@@ -27,6 +27,16 @@ TU_UNUSED static dla_device *tu_other_device(void)
     return NULL;
 }
 
+/* The testmem device, a second device when a suite's main adds the build's
+ * test plugins after the cpu; NULL without it (the test then skips). */
+TU_UNUSED static dla_device *tu_testmem_device(void)
+{
+    for (int i = 0; i < dla_device_count(); i++)
+        if (!strcmp(dla_device_plugin(dla_device_at(i)), "testmem"))
+            return dla_device_at(i);
+    return NULL;
+}
+
 /* Live blocks, their highest count since a test last set tu_peak (to
  * tu_live, say), and the allocation that should fail (0: none). */
 TU_UNUSED static long tu_live;
