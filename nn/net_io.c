@@ -15,6 +15,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "core/crc32c.h"
+#include "core/error.h"
 #include "core/json_read.h"
 #include "core/file_special.h"
 #include "nn/nn.h"
@@ -655,36 +656,13 @@ static dla_status load_factors(const char *path, const json_t *meta, dla_net *ne
     return st;
 }
 
-/* The last error with its control characters (C0, DEL and UTF-8's C1,
- * U+0080 to U+009F) as \xNN text: a load's message echoes what the file
- * holds (a layer name refused for another fault, a tensor's name, a
- * connection, a version string), and `dlaccel net` or an application
- * printing it wrote a crafted file's escape sequences to the terminal. */
-static dla_status said_as_text(dla_status st)
-{
-    const unsigned char *m = (const unsigned char *)dla_last_error();
-    char text[1024];
-    size_t at = 0;
-    for (size_t i = 0; m[i] && at + 9 < sizeof text; i++) {
-        const int c1 = m[i] == 0xc2 && m[i + 1] >= 0x80 && m[i + 1] <= 0x9f;
-        if ((m[i] < 0x20 && m[i] != '\t') || m[i] == 0x7f || c1) {
-            at += (size_t)snprintf(text + at, sizeof text - at, c1 ? "\\xc2\\x%02x" : "\\x%02x",
-                                   c1 ? m[i + 1] : m[i]);
-            i += (size_t)c1;
-        } else {
-            text[at++] = (char)m[i];
-        }
-    }
-    text[at] = '\0';
-    return dla__nn_fail(st, "%s", text);
-}
-
 static dla_status load_file(const char *path, dla_net **out);
 
 DLA_API dla_status dla_net_load(const char *path, dla_net **out)
 {
+    /* What a failure's message quotes from the file, as text. */
     dla_status st = load_file(path, out);
-    return st == DLA_OK ? st : said_as_text(st);
+    return st == DLA_OK ? st : dla__fail_as_text(st);
 }
 
 static dla_status load_file(const char *path, dla_net **out)
