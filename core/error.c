@@ -5,6 +5,7 @@
 
 #include <dlaccel/plugin_kit.h>
 
+#include <stdio.h>
 #include <string.h>
 
 #define DLA__STATUS_STR(name, str) str,
@@ -61,6 +62,25 @@ dla_status dla__fail(dla_status status, const char *fmt, ...)
     dla__failv(status, fmt, ap);
     va_end(ap);
     return status;
+}
+
+dla_status dla__fail_as_text(dla_status st)
+{
+    const unsigned char *m = (const unsigned char *)last_message;
+    char text[sizeof last_message];
+    size_t at = 0;
+    for (size_t i = 0; m[i] && at + 9 < sizeof text; i++) {
+        const int c1 = m[i] == 0xc2 && m[i + 1] >= 0x80 && m[i + 1] <= 0x9f;
+        if ((m[i] < 0x20 && m[i] != '\t') || m[i] == 0x7f || c1) {
+            at += (size_t)snprintf(text + at, sizeof text - at, c1 ? "\\xc2\\x%02x" : "\\x%02x",
+                                   c1 ? m[i + 1] : m[i]);
+            i += (size_t)c1;
+        } else {
+            text[at++] = (char)m[i];
+        }
+    }
+    text[at] = '\0';
+    return dla__fail(st, "%s", text);
 }
 
 void dla__error_prefix(const char *op)

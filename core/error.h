@@ -26,6 +26,13 @@ unsigned long dla__fail_count(void);
  * records one naming op and st, so the last error is not an older one. */
 void dla__fail_unsaid(const char *op, dla_status st, unsigned long count_before);
 
+/* Rewrites the thread's last error with its control characters (C0, DEL
+ * and UTF-8's C1, U+0080 to U+009F) as \xNN text, and returns st: a
+ * loader's message quotes what the file holds (a layer or op name, a
+ * section's), and a tool or application printing it wrote a crafted
+ * file's escape sequences to the terminal. */
+dla_status dla__fail_as_text(dla_status st);
+
 /* Prefixes the thread's current message with "op: " (used when a plugin's
  * message needs the op that called it). */
 void dla__error_prefix(const char *op);

@@ -1068,7 +1068,9 @@ DLA_API dla_status dla_trace_load(const char *path, dla_trace **out)
     dla__free(p);
     if (st != DLA_OK) {
         dla__trace_free(t);
-        return st;
+        /* The message quotes the file (a section's or an op's name): its
+         * control characters go as text, not to the terminal. */
+        return dla__fail_as_text(st);
     }
     *out = (dla_trace *)t;
     return DLA_OK;

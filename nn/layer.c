@@ -112,15 +112,12 @@ dla_layer *dla__layer_new(const dla__layer_kind *kind, const char *name, int nin
     dla_status st = !l->name ? dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s layer: out of memory",
                                             kind->type)
                              : pre;
-    if (st == DLA_OK && strchr(l->name, '/'))
-        st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s layer '%s': a layer name may not contain "
-                          "'/' (it separates a layer from its input in connections)", kind->type,
-                          l->name);
     /* Control characters (escape sequences among them) reached the
      * terminal as they were through dla_net_print and `dlaccel net` of a
      * crafted file; no name needs them. A tab is kept (names with tabs
      * went through files before), and UTF-8's C1 controls (U+0080 to
-     * U+009F, CSI among them) go as the C0 ones. */
+     * U+009F, CSI among them) go as the C0 ones. Checked first: the
+     * messages below show the name. */
     for (const unsigned char *c = (const unsigned char *)l->name; st == DLA_OK && *c; c++) {
         const int c1 = c[0] == 0xc2 && c[1] >= 0x80 && c[1] <= 0x9f;
         if ((*c < 0x20 && *c != '\t') || *c == 0x7f || c1)
@@ -129,6 +126,10 @@ dla_layer *dla__layer_new(const dla__layer_kind *kind, const char *name, int nin
                               kind->type, c1 ? c[1] : *c,
                               (int)(c - (const unsigned char *)l->name) + 1);
     }
+    if (st == DLA_OK && strchr(l->name, '/'))
+        st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s layer '%s': a layer name may not contain "
+                          "'/' (it separates a layer from its input in connections)", kind->type,
+                          l->name);
     if (st == DLA_OK && !is_utf8(l->name))
         st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s layer '%s': the name is not UTF-8 text "
                           "(a network's architecture, as saved, is JSON, which holds only UTF-8)",

@@ -15,6 +15,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "core/crc32c.h"
+#include "core/error.h"
 #include "core/json_read.h"
 #include "core/file_special.h"
 #include "nn/nn.h"
@@ -655,7 +656,16 @@ static dla_status load_factors(const char *path, const json_t *meta, dla_net *ne
     return st;
 }
 
+static dla_status load_file(const char *path, dla_net **out);
+
 DLA_API dla_status dla_net_load(const char *path, dla_net **out)
+{
+    /* What a failure's message quotes from the file, as text. */
+    dla_status st = load_file(path, out);
+    return st == DLA_OK ? st : dla__fail_as_text(st);
+}
+
+static dla_status load_file(const char *path, dla_net **out)
 {
     static const char fn[] = "dla_net_load";
     if (!out || !path)

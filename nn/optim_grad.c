@@ -138,7 +138,8 @@ DLA_API dla_status dla_clip_gradients(int n, dla_tensor *const *grads, const cha
             out[i] = dla__nn_error_tensor();
         return st;
     }
-    dla_tensor **next = dla__nn_calloc((size_t)(n ? n : 1), sizeof *next);
+    /* n more for "global-l2norm": each entry's largest magnitude. */
+    dla_tensor **next = dla__nn_calloc(n ? 2 * (size_t)n : 1, sizeof *next);
     if (!next) { /* out[] set as on every other failure */
         for (int i = 0; out && i < n; i++)
             out[i] = dla__nn_error_tensor();
@@ -147,19 +148,33 @@ DLA_API dla_status dla_clip_gradients(int n, dla_tensor *const *grads, const cha
     dla_scope_begin();
     dla_tensor *global = NULL;
     if (m == 1 && isfinite(threshold)) {
-        dla_tensor *sq = NULL;
+        dla_tensor *sq = NULL, *top = NULL, **largest = next + n;
         /* Summed in double: the entries may mix single and double (adding
          * them failed with a dtype error), and the squares of a large
-         * network's gradients lose digits in single. */
+         * network's gradients lose digits in single. Each entry's sum of
+         * scaled squares is rescaled to the largest magnitude of all,
+         * top: unscaled (s m^2) it passed double's range for a double
+         * entry beyond 1e154, and [3e200 4e200] was clipped to [0 0]
+         * where "l2norm" gave [0.6 0.8]. next[i] holds entry i's sum
+         * meanwhile. */
         for (int i = 0; i < n; i++) {
             dla_tensor *m, *s = scaled_sumsq(grads[i], &m);
-            m = dla_cast(m, DLA_F64);
-            s = dla_reshape(dla_mul(dla_cast(s, DLA_F64), dla_mul(m, m)), "", DLA_DIMS(1, 1));
-            sq = sq ? dla_add(sq, s) : s;
+            largest[i] = dla_reshape(dla_cast(m, DLA_F64), "", DLA_DIMS(1, 1));
+            next[i] = dla_reshape(dla_cast(s, DLA_F64), "", DLA_DIMS(1, 1));
+            top = top ? dla_max2(top, largest[i]) : largest[i];
         }
-        /* threshold / L, as threshold * L^-1 (inf when L is 0: no scaling). */
+        for (int i = 0; i < n; i++) {
+            dla_tensor *r = dla_div(largest[i], top);
+            dla_tensor *s = dla_mul(next[i], dla_mul(r, r));
+            sq = sq ? dla_add(sq, s) : s;
+            next[i] = largest[i] = NULL;
+        }
+        /* threshold / (top sqrt(sq)), as (threshold top^-1) sqrt(sq)^-1:
+         * the norm itself may pass the range (inf when sq is 0: no
+         * scaling). */
         if (sq)
-            global = min1(dla_affine(dla_pows(dla_sqrt(sq), -1), threshold, 0));
+            global = min1(dla_mul(dla_affine(dla_pows(top, -1), threshold, 0),
+                                  dla_pows(dla_sqrt(sq), -1)));
     }
     for (int i = 0; i < n; i++) {
         dla_tensor *g = grads[i];
@@ -168,9 +183,12 @@ DLA_API dla_status dla_clip_gradients(int n, dla_tensor *const *grads, const cha
             continue;
         }
         if (m == 0) {
-            dla_tensor *m, *norm = dla_sqrt(scaled_sumsq(g, &m));
-            norm = dla_mul(norm, m);
-            g = dla_mul(g, min1(dla_affine(dla_pows(norm, -1), threshold, 0)));
+            /* threshold / (m sqrt(s)), as (threshold m^-1) sqrt(s)^-1: a
+             * norm past the dtype's range, of finite elements
+             * ([1e308 1e308]), was Inf, and the entry was zeroed. */
+            dla_tensor *m, *root = dla_sqrt(scaled_sumsq(g, &m));
+            g = dla_mul(g, min1(dla_mul(dla_affine(dla_pows(m, -1), threshold, 0),
+                                        dla_pows(root, -1))));
         } else if (m == 1) {
             g = dla_mul(g, dla_cast(global, dla_tensor_dtype(g)));
         } else {

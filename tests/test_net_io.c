@@ -1183,6 +1183,49 @@ static void a_layer_name_with_a_control_character_is_refused(void **state)
         fail_msg("%s", dla_last_error());
 }
 
+/* A load's error echoes what the file holds: a layer whose option is
+ * missing was named as the file had it, and `dlaccel net` wrote the
+ * message, a crafted name's escape sequence included, to the terminal.
+ * The message now says control characters as \xNN text. And a name with
+ * both '/' and a control character made by the API was refused for the
+ * '/' with the name in the message, as it was: the control character is
+ * now said first. */
+static void a_load_error_shows_control_characters_as_text(void **state)
+{
+    (void)state;
+    dla_layer *made = dla_fc_layer(2, &(dla_fc_layer_options){.name = "/\x1b[2J"});
+    if (!strstr(dla_layer_error(made), "control character 0x1b at byte 2"))
+        fail_msg("%s", dla_layer_error(made));
+    dla_layer_free(made);
+    dla_layer *ls[] = {dla_feature_input_layer(3, NULL),
+                       dla_fc_layer(2, &(dla_fc_layer_options){.name = "f2345678"})};
+    dla_net *net = dla_net_create(2, ls), *back = (dla_net *)1;
+    assert_non_null(net);
+    const char *p = path("ctrlopt.safetensors");
+    assert_int_equal(dla_net_save(net, p), DLA_OK);
+    dla_net_free(net);
+    long size;
+    unsigned char *f = slurp(p, &size);
+    as_version_1_1(f);
+    /* the architecture is JSON inside a JSON string: \u001b escaped once
+     * more; OutputSize renamed, so the layer lacks it */
+    char *name = strstr((char *)f + 8, "f2345678"), *opt = strstr((char *)f + 8, "OutputSize");
+    assert_non_null(name);
+    assert_non_null(opt);
+    memcpy(name, "\\\\u001bX", 8);
+    opt[0] = 'Q';
+    spit(p, f, (size_t)size);
+    free(f);
+    assert_int_equal(dla_net_load(p, &back), DLA_ERR_IO);
+    assert_null(back);
+    const char *msg = dla_last_error();
+    for (const unsigned char *c = (const unsigned char *)msg; *c; c++)
+        if (*c < 0x20 || *c == 0x7f)
+            fail_msg("byte 0x%02x at %d of: %s", *c, (int)(c - (const unsigned char *)msg), msg);
+    if (!strstr(msg, "layer '\\x1bX': option OutputSize is missing"))
+        fail_msg("%s", msg);
+}
+
 /* Found by a mutation fuzzer under ASan: a file that is no network was
  * read whole before its first 8 bytes were looked at, so a 20 GB file
  * took 20 GB and a minute to refuse, and a sparse file of 2 TB asked the
@@ -1413,6 +1456,7 @@ int main(void)
         TU_TEST(a_layer_name_that_is_not_utf8_is_refused_naming_it),
         TU_TEST(two_layers_of_one_name_in_a_file_are_a_corrupt_file),
         TU_TEST(a_layer_name_with_a_control_character_is_refused),
+        TU_TEST(a_load_error_shows_control_characters_as_text),
         TU_TEST(a_huge_file_that_is_no_network_is_refused_unread),
         TU_TEST(long_layer_names_go_through_a_file_each_with_its_tensors),
         TU_TEST(a_network_of_many_inputs_copies_saves_and_loads),

@@ -287,6 +287,40 @@ static void norm_clipping_scales_huge_and_tiny_single_gradients(void **state)
     dla_scope_end();
 }
 
+/* The same in double, whose largest elements square past double's range:
+ * "global-l2norm" of [3e200 4e200] gave [0 0] (the entry's sum of squares
+ * was unscaled in double, Inf) where "l2norm" gave [0.6 0.8], and a norm
+ * past the range itself ([1e308 1e308], norm 1.4e308) zeroed the entry
+ * under both though every element is finite. */
+static void norm_clipping_scales_huge_double_gradients(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *out[2];
+    dla_tensor *huge = dla_tensor_from_host((double[]){3e200, 4e200}, DLA_F64, "", DLA_DIMS(2, 1));
+    assert_int_equal(dla_clip_gradients(1, &huge, "l2norm", 1, out), DLA_OK);
+    assert_vec(out[0], 2, (double[]){0.6, 0.8}, 1e-12);
+    assert_int_equal(dla_clip_gradients(1, &huge, "global-l2norm", 1, out), DLA_OK);
+    assert_vec(out[0], 2, (double[]){0.6, 0.8}, 1e-12);
+    /* global over a huge entry and a small one: L = 5e200 */
+    dla_tensor *both[2] = {huge, dla_tensor_from_host((double[]){1, -2}, DLA_F64, "", DLA_DIMS(2, 1))};
+    assert_int_equal(dla_clip_gradients(2, both, "global-l2norm", 10, out), DLA_OK);
+    assert_vec(out[0], 2, (double[]){6, 8}, 1e-12);
+    assert_vec(out[1], 2, (double[]){2e-200, -4e-200}, 1e-212);
+    dla_tensor *edge = dla_tensor_from_host((double[]){1e308, -1e308}, DLA_F64, "", DLA_DIMS(2, 1));
+    const double r = sqrt(0.5);
+    assert_int_equal(dla_clip_gradients(1, &edge, "l2norm", 1, out), DLA_OK);
+    assert_vec(out[0], 2, (double[]){r, -r}, 1e-12);
+    assert_int_equal(dla_clip_gradients(1, &edge, "global-l2norm", 1, out), DLA_OK);
+    assert_vec(out[0], 2, (double[]){r, -r}, 1e-12);
+    /* an Inf element still gives an Inf norm: the finite ones scale to 0 */
+    dla_tensor *inf = dla_tensor_from_host((double[]){INFINITY, 1e300}, DLA_F64, "", DLA_DIMS(2, 1));
+    assert_int_equal(dla_clip_gradients(1, &inf, "global-l2norm", 1, out), DLA_OK);
+    assert_true(isnan(dla_tensor_item(out[0], 0)));
+    assert_true(dla_tensor_item(out[0], 1) == 0);
+    dla_scope_end();
+}
+
 /* Before: a gradient of another shape with as many elements was
  * reshaped, and a state entry of other dims broadcast, with DLA_OK. */
 static void gradients_and_states_of_other_dims_are_refused(void **state)
@@ -973,6 +1007,7 @@ int main(void)
         TU_TEST(l2_and_clipping_treat_gradients_as_trainnet_does),
         TU_TEST(absolute_value_clipping_gives_the_threshold_itself),
         TU_TEST(norm_clipping_scales_huge_and_tiny_single_gradients),
+        TU_TEST(norm_clipping_scales_huge_double_gradients),
         TU_TEST(gradients_and_states_of_other_dims_are_refused),
         TU_TEST(schedules_drop_piecewise_and_warm_up),
         TU_TEST(decaying_schedules_follow_their_formulas),

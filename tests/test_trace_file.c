@@ -666,6 +666,37 @@ static void test_every_flipped_byte_is_an_error(void **state)
     free(p);
 }
 
+
+/* A refusal quotes what the file holds (an op's name, a value's format):
+ * an escape character there reached the message as it was, and `dlaccel
+ * trace` wrote it to the terminal. Each byte set to ESC in turn, the
+ * checksum made to pass: no message holds a control character. */
+static void test_a_refusal_shows_control_characters_as_text(void **state)
+{
+    size_t n;
+    unsigned char *p = sample_file(&n);
+    const char *path = path_of("escape.dlt");
+    int quoted = 0;
+    for (size_t i = 32; i + 8 < n; i++) {
+        unsigned char keep = p[i];
+        p[i] = 0x1b;
+        fix_checksum(p, n);
+        write_all(path, p, n);
+        dla_trace *t = NULL;
+        if (dla_trace_load(path, &t) == DLA_OK) {
+            dla_trace_release(t);
+        } else {
+            const char *msg = dla_last_error();
+            for (const unsigned char *c = (const unsigned char *)msg; *c; c++)
+                if (*c < 0x20 || *c == 0x7f)
+                    fail_msg("byte %zu: 0x%02x in: %s", i, *c, msg);
+            quoted += strstr(msg, "\\x1b") != NULL;
+        }
+        p[i] = keep;
+    }
+    assert_true(quoted > 0);
+    free(p);
+}
 /* Files that pass the checksum: whatever the bytes say, the load answers
  * with a trace or an error, and leaks nothing. */
 static void test_bytes_that_pass_the_checksum_never_crash_the_load(void **state)
@@ -1345,6 +1376,7 @@ int main(void)
         TU_TEST(test_every_truncation_is_an_error),
         TU_TEST(test_every_flipped_byte_is_an_error),
         TU_TEST(test_bytes_that_pass_the_checksum_never_crash_the_load),
+        TU_TEST(test_a_refusal_shows_control_characters_as_text),
         TU_TEST(test_a_newer_major_version_is_refused_and_a_newer_minor_read),
         TU_TEST(test_an_input_recorded_twice_must_be_passed_twice),
         TU_TEST(test_an_op_given_fewer_inputs_than_its_attributes_take_is_refused),

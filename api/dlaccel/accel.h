@@ -279,7 +279,9 @@ DLA_API dla_status dla_trace_save(const dla_trace *t, const char *path);
  * format major version, another byte order or data layout, an op this
  * library does not have). Never trusts a count or an id it has not checked,
  * but a file made to pass the checksum with senseless attributes is
- * trusted: load files you would run. */
+ * trusted: load files you would run. What a failure's message quotes
+ * from the file (a section's or an op's name) has its control characters
+ * as \xNN text. */
 DLA_API dla_status dla_trace_load(const char *path, dla_trace **out);
 /* The names a trace file may give its ops (every op of this library, each
  * under a unique name), for tools and tests: their count, and the i-th in

@@ -1223,7 +1223,9 @@ DLA_API dla_status dla_net_save(const dla_net *net, const char *path);
  * file and the problem for an unreadable (a directory, say), truncated or
  * corrupt file; DLA_ERR_UNSUPPORTED for a
  * valid safetensors file that is not a dlaccel network, or a newer
- * format version. */
+ * format version. What the message quotes from the file (a layer name,
+ * a tensor's name) has its control characters as \xNN text, so that a
+ * crafted file's escape sequences never reach a terminal that shows it. */
 DLA_API dla_status dla_net_load(const char *path, dla_net **out);
 
 #ifdef __cplusplus
