@@ -94,12 +94,12 @@ static dla_tensor *bound(double value, dla_tensor *like)
     return t;
 }
 
-/* The sum of g's squares, in double, and sqrt of it in g's dtype, each
- * from g scaled by its largest magnitude M: squares of single elements
- * past 1.8e19 were Inf, so one exploding element made the norm Inf and
- * clipping zeroed the whole entry ([3e19 4e19] clipped to 1 gave [0 0],
- * not [0.6 0.8]), the case clipping is for; and squares below 1e-23
- * flushed to 0. M is held to the dtype's normal range, so an all-zero g
+/* The sum of the squares of g / M in g's dtype, M (into *scale) g's
+ * largest magnitude, so that the norm is M sqrt(sum): squares of single
+ * elements past 1.8e19 were Inf, so one exploding element made the norm
+ * Inf and clipping zeroed the whole entry ([3e19 4e19] clipped to 1 gave
+ * [0 0], not [0.6 0.8]), the case clipping is for; and squares below
+ * 1e-23 flushed to 0. M is held to the dtype's normal range, so an all-zero g
  * divides by the smallest normal (not 0) and an Inf element leaves the
  * norm Inf, as before. NaN stays NaN. */
 static dla_tensor *scaled_sumsq(dla_tensor *g, dla_tensor **scale)
@@ -158,8 +158,8 @@ DLA_API dla_status dla_clip_gradients(int n, dla_tensor *const *grads, const cha
          * where "l2norm" gave [0.6 0.8]. next[i] holds entry i's sum
          * meanwhile. */
         for (int i = 0; i < n; i++) {
-            dla_tensor *m, *s = scaled_sumsq(grads[i], &m);
-            largest[i] = dla_reshape(dla_cast(m, DLA_F64), "", DLA_DIMS(1, 1));
+            dla_tensor *big, *s = scaled_sumsq(grads[i], &big);
+            largest[i] = dla_reshape(dla_cast(big, DLA_F64), "", DLA_DIMS(1, 1));
             next[i] = dla_reshape(dla_cast(s, DLA_F64), "", DLA_DIMS(1, 1));
             top = top ? dla_max2(top, largest[i]) : largest[i];
         }
@@ -186,8 +186,8 @@ DLA_API dla_status dla_clip_gradients(int n, dla_tensor *const *grads, const cha
             /* threshold / (m sqrt(s)), as (threshold m^-1) sqrt(s)^-1: a
              * norm past the dtype's range, of finite elements
              * ([1e308 1e308]), was Inf, and the entry was zeroed. */
-            dla_tensor *m, *root = dla_sqrt(scaled_sumsq(g, &m));
-            g = dla_mul(g, min1(dla_mul(dla_affine(dla_pows(m, -1), threshold, 0),
+            dla_tensor *big, *root = dla_sqrt(scaled_sumsq(g, &big));
+            g = dla_mul(g, min1(dla_mul(dla_affine(dla_pows(big, -1), threshold, 0),
                                         dla_pows(root, -1))));
         } else if (m == 1) {
             g = dla_mul(g, dla_cast(global, dla_tensor_dtype(g)));
