@@ -172,11 +172,11 @@ static int name_taken(const dla_net *net, const char *name, int n, dla_layer *co
 /* Gives an unnamed layer MATLAB's default name: the bare name ("fc") when
  * it is the only unnamed layer of its kind in the call and no layer has
  * that name, else the name with the first free number ("fc_1", "fc_2"),
- * free among the network's layers and the ngiven given with it. MATLAB
- * makes the default names unique the same way: dlnetwork([... fc relu fc])
- * names them fc_1, relu, fc_2, and an unnamed "fc" beside one named "fc_1"
- * takes "fc_2" (numbering every unnamed layer made MATLAB's lone "fc"
- * "fc_1", and code naming it "fc" failed). first_free is where the search
+ * free among the network's layers and the ngiven given with it (two
+ * unnamed "fc" beside one named "fc_1" take "fc_2" and "fc_3"). As
+ * dlnetwork([... fc relu fc]) names them fc_1, relu, fc_2: numbering every
+ * unnamed layer made MATLAB's lone "fc" "fc_1", and code naming it "fc"
+ * failed. first_free is where the search
  * for a number starts: the number the previous layer of the kind in this
  * call took, plus one (starting at 1 each time made naming 3000 unnamed
  * layers cubic: 9 s). */
