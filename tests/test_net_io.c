@@ -1113,6 +1113,32 @@ static void a_layer_name_that_is_not_utf8_is_refused_naming_it(void **state)
     dla_net_free(net);
 }
 
+/* Saves net (then freed) to p as a version 1.1 file (no checksum to
+ * keep), overwrites the first of each find[i] in its header (where the
+ * architecture is JSON escaped inside a JSON string) by as many bytes of
+ * with[i], and loads it: refused as a corrupt file naming p. */
+static void load_edited(dla_net *net, const char *p, int n, const char *const *find,
+                        const char *const *with)
+{
+    assert_non_null(net);
+    assert_int_equal(dla_net_save(net, p), DLA_OK);
+    dla_net_free(net);
+    long size;
+    unsigned char *f = slurp(p, &size);
+    as_version_1_1(f);
+    for (int i = 0; i < n; i++) {
+        char *at = strstr((char *)f + 8, find[i]);
+        assert_non_null(at);
+        memcpy(at, with[i], strlen(find[i]));
+    }
+    spit(p, f, (size_t)size);
+    free(f);
+    dla_net *back = (dla_net *)1;
+    assert_int_equal(dla_net_load(p, &back), DLA_ERR_IO);
+    assert_null(back);
+    assert_non_null(strstr(dla_last_error(), p));
+}
+
 /* Found by mutation fuzzing: a file whose architecture names two layers
  * alike was refused as DLA_ERR_INVALID_ARGUMENT, "dla_net: two layers are
  * named 'f1'", an argument error naming neither the file nor the load;
@@ -1123,23 +1149,9 @@ static void two_layers_of_one_name_in_a_file_are_a_corrupt_file(void **state)
     dla_layer *ls[] = {dla_feature_input_layer(3, NULL),
                        dla_fc_layer(4, &(dla_fc_layer_options){.name = "f1"}),
                        dla_fc_layer(2, &(dla_fc_layer_options){.name = "f2"})};
-    dla_net *net = dla_net_create(3, ls), *back = (dla_net *)1;
-    assert_non_null(net);
-    const char *p = path("dupname.safetensors");
-    assert_int_equal(dla_net_save(net, p), DLA_OK);
-    dla_net_free(net);
-    long size;
-    unsigned char *f = slurp(p, &size);
-    as_version_1_1(f);
     /* The architecture is JSON text inside the header: its quotes escaped. */
-    char *name = strstr((char *)f + 8, "Name\\\":\\\"f2");
-    assert_non_null(name);
-    name[strlen("Name\\\":\\\"f")] = '1';
-    spit(p, f, (size_t)size);
-    free(f);
-    assert_int_equal(dla_net_load(p, &back), DLA_ERR_IO);
-    assert_null(back);
-    assert_non_null(strstr(dla_last_error(), p));
+    load_edited(dla_net_create(3, ls), path("dupname.safetensors"), 1,
+                (const char *[]){"Name\\\":\\\"f2"}, (const char *[]){"Name\\\":\\\"f1"});
     assert_non_null(strstr(dla_last_error(), "corrupt"));
     assert_non_null(strstr(dla_last_error(), "two layers are named 'f1'"));
 }
@@ -1162,23 +1174,9 @@ static void a_layer_name_with_a_control_character_is_refused(void **state)
     }
     dla_layer *ls[] = {dla_feature_input_layer(3, NULL),
                        dla_fc_layer(2, &(dla_fc_layer_options){.name = "f2345678"})};
-    dla_net *net = dla_net_create(2, ls), *back = (dla_net *)1;
-    assert_non_null(net);
-    const char *p = path("ctrlname.safetensors");
-    assert_int_equal(dla_net_save(net, p), DLA_OK);
-    dla_net_free(net);
-    long size;
-    unsigned char *f = slurp(p, &size);
-    as_version_1_1(f);
-    /* the architecture is JSON inside a JSON string: \u001b escaped once more */
-    char *name = strstr((char *)f + 8, "f2345678");
-    assert_non_null(name);
-    memcpy(name, "\\\\u001bX", 8);
-    spit(p, f, (size_t)size);
-    free(f);
-    assert_int_equal(dla_net_load(p, &back), DLA_ERR_IO);
-    assert_null(back);
-    assert_non_null(strstr(dla_last_error(), p));
+    /* \u001b escaped once more inside the header's JSON string */
+    load_edited(dla_net_create(2, ls), path("ctrlname.safetensors"), 1,
+                (const char *[]){"f2345678"}, (const char *[]){"\\\\u001bX"});
     if (!strstr(dla_last_error(), "control character 0x1b"))
         fail_msg("%s", dla_last_error());
 }
@@ -1199,25 +1197,11 @@ static void a_load_error_shows_control_characters_as_text(void **state)
     dla_layer_free(made);
     dla_layer *ls[] = {dla_feature_input_layer(3, NULL),
                        dla_fc_layer(2, &(dla_fc_layer_options){.name = "f2345678"})};
-    dla_net *net = dla_net_create(2, ls), *back = (dla_net *)1;
-    assert_non_null(net);
-    const char *p = path("ctrlopt.safetensors");
-    assert_int_equal(dla_net_save(net, p), DLA_OK);
-    dla_net_free(net);
-    long size;
-    unsigned char *f = slurp(p, &size);
-    as_version_1_1(f);
-    /* the architecture is JSON inside a JSON string: \u001b escaped once
-     * more; OutputSize renamed, so the layer lacks it */
-    char *name = strstr((char *)f + 8, "f2345678"), *opt = strstr((char *)f + 8, "OutputSize");
-    assert_non_null(name);
-    assert_non_null(opt);
-    memcpy(name, "\\\\u001bX", 8);
-    opt[0] = 'Q';
-    spit(p, f, (size_t)size);
-    free(f);
-    assert_int_equal(dla_net_load(p, &back), DLA_ERR_IO);
-    assert_null(back);
+    /* \u001b escaped once more inside the header's JSON string;
+     * OutputSize renamed, so the layer lacks it */
+    load_edited(dla_net_create(2, ls), path("ctrlopt.safetensors"), 2,
+                (const char *[]){"f2345678", "OutputSize"},
+                (const char *[]){"\\\\u001bX", "QutputSize"});
     const char *msg = dla_last_error();
     for (const unsigned char *c = (const unsigned char *)msg; *c; c++)
         if (*c < 0x20 || *c == 0x7f)
