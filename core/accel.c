@@ -221,12 +221,12 @@ DLA_API void dla_accel_free(dla_accel *af)
 enum { KEY_SMALL = 256, KEY_GUARD = 4096, KEY_FILL = 0xA5 };
 #define KEY_MAX ((size_t)1 << 30)
 
+/* Every byte still KEY_FILL: the first is, and each equals the next (one
+ * memcmp, which libc vectorizes; a byte loop cost 1 us of every call with
+ * a key function, 70 ns this way). */
 static int guard_intact(const unsigned char *g)
 {
-    for (size_t i = 0; i < KEY_GUARD; i++)
-        if (g[i] != KEY_FILL)
-            return 0;
-    return 1;
+    return g[0] == KEY_FILL && !memcmp(g, g + 1, KEY_GUARD - 1);
 }
 
 /* Appends the bytes of fn(ctx) to k->bytes; what names the function in
