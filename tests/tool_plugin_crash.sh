@@ -76,30 +76,37 @@ verdict "another process's init in progress is not taken for a crash" $ok "!plug
 # plugin's cudaGetDeviceCount and the opencl plugin's ICD loader first
 # call a driver): named at info just before, and breadcrumbed too.
 rm -f "$tmp/cache/dlaccel/init-$$.crumb"
-DLA_FAKE_CRASH_IN=device_count DLACCEL_LOG=info "$tool" devices >"$tmp/out" 2>&1
-status=$?
-ok=yes; [ $status -gt 128 ] || { echo "# exit status $status, expected death by a signal"; ok=no; }
-[ "$(crumbs)" -eq 1 ] || { echo "# $(crumbs) breadcrumbs in $tmp/cache/dlaccel"; ok=no; }
+# crash_in STEP [VAR=VALUE...]: `dlaccel devices` with the plugin crashing
+# in STEP, at info; ok when it died by a signal leaving one breadcrumb.
+crash_in() {
+    step=$1; shift
+    env DLA_FAKE_CRASH_IN="$step" DLACCEL_LOG=info "$@" "$tool" devices >"$tmp/out" 2>&1
+    status=$?
+    ok=yes; [ $status -gt 128 ] || { echo "# exit status $status, expected death by a signal"; ok=no; }
+    [ "$(crumbs)" -eq 1 ] || { echo "# $(crumbs) breadcrumbs in $tmp/cache/dlaccel"; ok=no; }
+}
+# next_start: `dlaccel devices` with the plugin skipped; ok when the
+# breadcrumb is gone.
+next_start() {
+    DLACCEL_PLUGINS_DISABLE=crash "$tool" devices >"$tmp/out" 2>&1
+    ok=yes; [ "$(crumbs)" -eq 0 ] || { echo "# the breadcrumb is still there"; ok=no; }
+}
+crash_in device_count
 verdict "a crash in device_count leaves a breadcrumb, the plugin named at info just before" $ok \
     "plugin 'crash': listing the devices of $lib (device_count, device_info)"
 
 # 7. The next start says where it crashed.
-DLACCEL_PLUGINS_DISABLE=crash "$tool" devices >"$tmp/out" 2>&1
-ok=yes; [ "$(crumbs)" -eq 0 ] || { echo "# the breadcrumb is still there"; ok=no; }
+next_start
 verdict "the next start warns that the plugin crashed listing its devices" $ok \
     "dlaccel[warn]: plugin 'crash' ($lib) crashed during its device listing (device_count, device_info) in an earlier run"
 
 # 8. A crash in device_open (where the cuda plugin makes its context, at
 # the device's first use): named at info just before, and breadcrumbed.
-DLA_FAKE_CRASH_IN=device_open DLACCEL_DEVICE=crash DLACCEL_LOG=info "$tool" devices >"$tmp/out" 2>&1
-status=$?
-ok=yes; [ $status -gt 128 ] || { echo "# exit status $status, expected death by a signal"; ok=no; }
-[ "$(crumbs)" -eq 1 ] || { echo "# $(crumbs) breadcrumbs in $tmp/cache/dlaccel"; ok=no; }
+crash_in device_open DLACCEL_DEVICE=crash
 verdict "a crash in device_open leaves a breadcrumb, the device named at info just before" $ok \
     "device crash:0: calling device_open of $lib"
 
 # 9. The next start says which device's opening crashed.
-DLACCEL_PLUGINS_DISABLE=crash "$tool" devices >"$tmp/out" 2>&1
-ok=yes; [ "$(crumbs)" -eq 0 ] || { echo "# the breadcrumb is still there"; ok=no; }
+next_start
 verdict "the next start warns that the plugin crashed opening its device" $ok \
     "dlaccel[warn]: plugin 'crash' ($lib) crashed during its device_open (crash:0) in an earlier run"
