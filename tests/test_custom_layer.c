@@ -1479,6 +1479,7 @@ static void an_unterminated_description_is_cut_to_its_buffer(void **state)
     assert_non_null(net);
     static char text[1 << 14];
     assert_true(dla_net_summary(net, text, sizeof text) > 0);
+    /* fill_describe's run of 'x', as long as the summary kept it */
     const char *x = strstr(text, "xxx");
     assert_non_null(x);
     size_t n = strspn(x, "x");
