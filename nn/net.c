@@ -88,14 +88,21 @@ char *dla__net_output_port_name(const dla_layer *l, int port)
     return s;
 }
 
+const char *dla__second_input(const dla_layer *l)
+{
+    if (l->kind->second_input)
+        return l->kind->second_input;
+    return l->kind->mask_port && l->nin == 2 ? "mask" : NULL;
+}
+
 char *dla__net_port_name(const dla_layer *l, int port)
 {
     size_t n = strlen(l->name) + 16;
     char *s = dla__nn_malloc(n);
     if (!s)
         return NULL;
-    if (port >= 0 && l->kind->mask_port && l->nin == 2)
-        snprintf(s, n, "%s/%s", l->name, port ? "mask" : "in");
+    if (port >= 0 && dla__second_input(l))
+        snprintf(s, n, "%s/%s", l->name, port ? dla__second_input(l) : "in");
     else if (port >= 0 && l->kind->state_ports && l->nin > 1)
         snprintf(s, n, "%s/%s", l->name, dla__state_in_names[port]);
     else if (port >= 0 && l->nin > 1)
@@ -490,13 +497,15 @@ static dla_status parse_end(const dla_net *net, const char *s, int dest, int *la
     if (l->nin == 0)
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: layer '%s' is an input layer: nothing "
                             "connects into it", fn, name);
-    if (l->kind->mask_port && l->nin == 2) {
-        /* HasPaddingMaskInput: MATLAB's "in" and "mask". */
-        if (!slash || (strcmp(slash, "/in") && strcmp(slash, "/mask")))
+    const char *second = dla__second_input(l);
+    if (second) {
+        /* HasPaddingMaskInput: MATLAB's "in" and "mask"; crop2dLayer's
+         * "in" and "ref". */
+        if (!slash || (strcmp(slash + 1, "in") && strcmp(slash + 1, second)))
             return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: destination \"%s\": layer '%s' "
-                                "has inputs \"in\" and \"mask\"; name one (\"%s/in\")", fn, s,
-                                name, name);
-        *port = !strcmp(slash, "/mask");
+                                "has inputs \"in\" and \"%s\"; name one (\"%s/in\")", fn, s,
+                                name, second, name);
+        *port = !strcmp(slash + 1, second);
         return DLA_OK;
     }
     if (l->kind->state_ports && l->nin > 1) {

@@ -224,6 +224,9 @@ typedef struct dla__layer_kind {
     /* With props.dim 1 (HasPaddingMaskInput) a second port, "mask", after
      * "in" (nn/layer_mask.c). */
     int mask_port;
+    /* A kind of two input ports always, "in" and this one (crop2dLayer's
+     * "ref"); NULL for the others. */
+    const char *second_input;
     /* A recurrent kind's states (2: hidden and cell; 1: hidden): with
      * props.state_io[0] (HasStateInputs) input ports "in", "hidden"
      * ("cell"); with props.state_io[1] (HasStateOutputs) output ports
@@ -367,7 +370,8 @@ extern const dla__layer_kind dla__kind_image_input, dla__kind_sequence_input, dl
     dla__kind_position_embedding, dla__kind_resize2d, dla__kind_bilstm, dla__kind_image3d_input,
     dla__kind_conv3d, dla__kind_tconv3d, dla__kind_maxpool3d, dla__kind_avgpool3d,
     dla__kind_gmaxpool3d, dla__kind_gavgpool3d, dla__kind_word_embedding, dla__kind_prelu,
-    dla__kind_indexing1d, dla__kind_crosschannel;
+    dla__kind_indexing1d, dla__kind_crosschannel, dla__kind_crop2d,
+    dla__kind_depth_to_space2d, dla__kind_space_to_depth;
 
 /* ------------------------------------------------------------ initializers */
 
@@ -506,10 +510,14 @@ typedef struct dla__bn_rows {
 int dla__net_batchnorm_rows(const dla_net *net, int max, dla__bn_rows *out);
 /* Port `port` of layer l: "layer" (one input; port -1, an input layer's
  * own), "layer/inK" (port K-1 of several), "layer/in" and "layer/mask"
- * (a padding mask port), "layer/in", "layer/hidden", "layer/cell" (state
- * inputs), allocated (free with dla__nn_free); NULL when out
- * of memory. */
+ * (a padding mask port), "layer/in" and "layer/ref" (crop2dLayer),
+ * "layer/in", "layer/hidden", "layer/cell" (state inputs), allocated
+ * (free with dla__nn_free); NULL when out of memory. */
 char *dla__net_port_name(const dla_layer *l, int port);
+/* The name of l's second input port when its two are "in" and a named
+ * one ("mask" with HasPaddingMaskInput, crop2dLayer's "ref"); NULL
+ * otherwise. */
+const char *dla__second_input(const dla_layer *l);
 
 /* ------------------------------------------------ recurrent state ports */
 

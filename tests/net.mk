@@ -1,10 +1,11 @@
 # tests/net.mk - networks and optimizers: dla_net (graph, tables,
 # initializers, summary, acceleration), every layer against its op,
 # gradients against finite differences, save/load with fuzzing, padding
-# masks (HasPaddingMaskInput), and the optimizers against hand-computed
+# masks (HasPaddingMaskInput), the layers that rearrange (crop, depth to
+# space), and the optimizers against hand-computed
 # steps. One binary (one cmocka group) each.
 DLA_NET_TESTS = tests/test_net tests/test_net_layers tests/test_net_grad tests/test_net_io \
-	tests/test_net_edit tests/test_optim tests/test_net_mask
+	tests/test_net_edit tests/test_optim tests/test_net_mask tests/test_net_rearrange
 check_PROGRAMS += $(DLA_NET_TESTS)
 TESTS += $(DLA_NET_TESTS)
 tests_test_net_SOURCES = tests/test_net.c tests/testutil.h
@@ -25,6 +26,9 @@ tests_test_net_edit_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
 tests_test_net_mask_SOURCES = tests/test_net_mask.c tests/testutil.h examples/token_net.h
 tests_test_net_mask_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_net_mask_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
+tests_test_net_rearrange_SOURCES = tests/test_net_rearrange.c tests/testutil.h tests/gradcheck.h
+tests_test_net_rearrange_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_net_rearrange_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
 tests_test_optim_SOURCES = tests/test_optim.c tests/testutil.h
 tests_test_optim_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_optim_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm

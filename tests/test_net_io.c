@@ -502,6 +502,35 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
     dla_net_free(back);
     dla_net_free(net);
 
+    /* Cropping to a reference at a location, depth to space and back:
+     * their options and crop's "ref" connection come back. */
+    dla_layer *cr[] = {
+        dla_image_input_layer(6, 8, 4, &(dla_image_input_options){.normalization = "none",
+                                                                   .name = "in"}),
+        dla_crop2d_layer(&(dla_crop2d_layer_options){.location = {2, 3}, .name = "crop"}),
+        dla_depth_to_space2d_layer((int64_t[]){2, 1}, &(dla_depth_to_space2d_layer_options){
+            .mode = "crd"}),
+        dla_space_to_depth_layer((int64_t[]){1, 2}, NULL),
+        dla_avgpool2d_layer(2, 2, &(dla_pool_layer_options){.stride = {2, 2}, .name = "pool"})};
+    net = dla_net_create(4, cr);
+    assert_non_null(net);
+    assert_int_equal(dla_net_add_layers(net, 1, cr + 4), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "in", "pool"), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "pool", "crop/ref"), DLA_OK);
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+    assert_int_equal(dla_net_save(net, path("rearrange.safetensors")), DLA_OK);
+    if (dla_net_load(path("rearrange.safetensors"), &back) != DLA_OK)
+        fail_msg("load: %s", dla_last_error());
+    dla_net_summary(net, a, sizeof a);
+    dla_net_summary(back, b, sizeof b);
+    assert_string_equal(a, b);
+    assert_non_null(strstr(b, "crop at [2 3]"));
+    assert_non_null(strstr(b, "depth to space with block size [2 1], mode \"crd\""));
+    assert_non_null(strstr(b, "space to depth with block size [1 2]"));
+    predict_alike(net, back, "SSCB", DLA_DIMS(6, 8, 4, 2));
+    dla_net_free(back);
+    dla_net_free(net);
+
     /* Self-attention with its options. */
     dla_layer *sa[] = {dla_sequence_input_layer(3, NULL),
                        dla_self_attention_layer(2, 4, &(dla_self_attention_layer_options){

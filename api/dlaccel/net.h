@@ -717,6 +717,51 @@ typedef struct dla_resize2d_layer_options {
 } dla_resize2d_layer_options;
 DLA_API dla_layer *dla_resize2d_layer(const dla_resize2d_layer_options *opts);
 
+/* MATLAB crop2dLayer("centercrop" | [x y]): crops the two "S" dims of
+ * its input "in" to the height and width of its second input "ref" (only
+ * ref's size is read: no gradient flows into it). The layer's inputs are
+ * "name/in" and "name/ref" (dla_net_connect); an unconnected one is a
+ * network input of that name. Mode "centercrop" (the default) puts the
+ * input's centre element, floor(n/2) + 1 (1-based), on the window's own
+ * (MATLAB's rule as we understand it, not confirmed against MATLAB); a
+ * location [x y] is the 1-based column and row of the window's upper-left
+ * corner (Mode "custom"). Errors: an error layer (DLA_ERR_INVALID_ARGUMENT)
+ * for a location that is not whole numbers from 1 on or a Mode with a
+ * location; DLA_ERR_FORMAT for inputs without two leading "S" dims and
+ * DLA_ERR_SHAPE for a window that does not fit the input, at
+ * initialization or in a later call with other sizes. */
+typedef struct dla_crop2d_layer_options {
+    const char *name;
+    const char *mode;   /* NULL: "centercrop", or "custom" with a location */
+    double location[2]; /* [x y]; 0 0: none (centre crop) */
+} dla_crop2d_layer_options;
+DLA_API dla_layer *dla_crop2d_layer(const dla_crop2d_layer_options *opts);
+
+/* MATLAB depthToSpace2dLayer(blockSize, Mode=...): a [bh bw] block_size
+ * (block_size[1] 0: square) moves channels into bh x bw blocks of the
+ * two "S" dims: H x W x C*bh*bw x ... gives H*bh x W*bw x C x ... ("SSC"
+ * first; "B" and "T" dims are kept). Mode "dcr" (the default) orders an
+ * input channel by depth, then column, then row within the block, "crd" by
+ * column, row, then depth: ONNX DepthToSpace's orders (block element
+ * (i, j), output channel c, 0-based: "dcr" reads input channel
+ * (i*bw + j)*C + c, "crd" (c*bh + i)*bw + j). No learnables. Errors: an
+ * error layer for a block size below 1 or another Mode; at
+ * initialization (and in a later call of other sizes) DLA_ERR_FORMAT for
+ * an input without "SSC" first and DLA_ERR_SHAPE for channels that are
+ * not a multiple of bh*bw. */
+typedef struct dla_depth_to_space2d_layer_options {
+    const char *name;
+    const char *mode; /* NULL: "dcr", or "crd" */
+} dla_depth_to_space2d_layer_options;
+DLA_API dla_layer *dla_depth_to_space2d_layer(const int64_t block_size[2],
+                                              const dla_depth_to_space2d_layer_options *opts);
+/* MATLAB spaceToDepthLayer(blockSize): the inverse of "dcr" depth to
+ * space, H x W x C x ... gives H/bh x W/bw x C*bh*bw x ...; output
+ * channel (i*bw + j)*C + c holds element (i, j) of each block of input
+ * channel c. DLA_ERR_SHAPE for H or W not a multiple of the block's. */
+DLA_API dla_layer *dla_space_to_depth_layer(const int64_t block_size[2],
+                                            const dla_layer_options *opts);
+
 /* Frees a layer never given to a network; NULL does nothing. A network's
  * layer, or one freed already, is left alone and the misuse logged
  * (docs/checks.md). */

@@ -1,0 +1,364 @@
+/*
+ * test_net_rearrange.c - the layers that move elements without arithmetic:
+ * depthToSpace2dLayer ("dcr" and "crd"), spaceToDepthLayer and
+ * crop2dLayer (its "in" and "ref" ports, centre and custom windows).
+ * Values against index formulas written out as host loops, the refusals
+ * and their messages, and gradients (first and second) of a network
+ * using all three against finite differences, accelerated and not.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "testutil.h"
+
+#include <dlaccel.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gradcheck.h"
+
+/* x(i) = i + 1 over dims of "SSCB": every element tells where it was. */
+static dla_tensor *counting(const int64_t dims[4])
+{
+    const int64_t n = dims[0] * dims[1] * dims[2] * dims[3];
+    double *h = malloc(sizeof *h * (size_t)n);
+    assert_non_null(h);
+    for (int64_t i = 0; i < n; i++)
+        h[i] = (double)(i + 1);
+    dla_tensor *t = dla_tensor_from_host(h, DLA_F64, "SSCB", 4, dims);
+    free(h);
+    return t;
+}
+
+static dla_net *alone(dla_layer *l, dla_tensor *x)
+{
+    dla_net *net = dla_net_create(1, &l);
+    assert_non_null(net);
+    if (dla_net_init(net, 1, &x) != DLA_OK)
+        fail_msg("init: %s", dla_last_error());
+    return net;
+}
+
+static dla_tensor *predict(dla_net *net, dla_tensor *x)
+{
+    dla_tensor *y = NULL;
+    if (dla_net_predict(net, 1, &x, 1, &y, NULL) != DLA_OK)
+        fail_msg("predict: %s", dla_last_error());
+    return y;
+}
+
+/* Element (h, w, c, n) of a column-major H x W x C x N array. */
+static double at(dla_tensor *t, int64_t h, int64_t w, int64_t c, int64_t n)
+{
+    const int64_t H = dla_tensor_dim(t, 1), W = dla_tensor_dim(t, 2), C = dla_tensor_dim(t, 3);
+    return dla_tensor_item(t, h + H * (w + W * (c + C * n)));
+}
+
+/* y(h*bh + i, w*bw + j, c, n) = x(h, w, k, n) with k from the mode. */
+static void expect_depth_to_space(dla_tensor *x, dla_tensor *y, int64_t bh, int64_t bw,
+                                  int crd)
+{
+    const int64_t H = dla_tensor_dim(x, 1), W = dla_tensor_dim(x, 2), N = dla_tensor_dim(x, 4);
+    const int64_t C = dla_tensor_dim(x, 3) / (bh * bw);
+    assert_string_equal(dla_tensor_format(y), "SSCB");
+    assert_int_equal(dla_tensor_dim(y, 1), H * bh);
+    assert_int_equal(dla_tensor_dim(y, 2), W * bw);
+    assert_int_equal(dla_tensor_dim(y, 3), C);
+    assert_int_equal(dla_tensor_dim(y, 4), N);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t h = 0; h < H; h++)
+                for (int64_t w = 0; w < W; w++)
+                    for (int64_t i = 0; i < bh; i++)
+                        for (int64_t j = 0; j < bw; j++) {
+                            const int64_t k = crd ? (c * bh + i) * bw + j : (i * bw + j) * C + c;
+                            const double want = at(x, h, w, k, n);
+                            const double got = at(y, h * bh + i, w * bw + j, c, n);
+                            if (got != want)
+                                fail_msg("%s: y(%lld, %lld, %lld, %lld) is %g; x's channel %lld "
+                                         "holds %g", crd ? "crd" : "dcr",
+                                         (long long)(h * bh + i), (long long)(w * bw + j),
+                                         (long long)c, (long long)n, got, (long long)k, want);
+                        }
+}
+
+static void depth_to_space_moves_channels_into_blocks_in_both_orders(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = counting((int64_t[]){2, 3, 12, 2});
+    for (int crd = 0; crd < 2; crd++) {
+        dla_net *net = alone(dla_depth_to_space2d_layer((int64_t[]){2, 3},
+                                 &(dla_depth_to_space2d_layer_options){
+                                     .mode = crd ? "crd" : NULL}), x);
+        expect_depth_to_space(x, predict(net, x), 2, 3, crd);
+        char summary[4096];
+        dla_net_summary(net, summary, sizeof summary);
+        if (!strstr(summary, crd ? "depth to space with block size [2 3], mode \"crd\""
+                                 : "depth to space with block size [2 3], mode \"dcr\""))
+            fail_msg("%s", summary);
+        dla_net_free(net);
+    }
+    /* A scalar block size is square. */
+    x = counting((int64_t[]){3, 2, 8, 1});
+    dla_net *net = alone(dla_depth_to_space2d_layer((int64_t[]){2, 0}, NULL), x);
+    expect_depth_to_space(x, predict(net, x), 2, 2, 0);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+static void space_to_depth_is_the_inverse_of_dcr(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = counting((int64_t[]){4, 9, 2, 2});
+    dla_net *net = alone(dla_space_to_depth_layer((int64_t[]){2, 3}, NULL), x);
+    dla_tensor *y = predict(net, x);
+    assert_int_equal(dla_tensor_dim(y, 1), 2);
+    assert_int_equal(dla_tensor_dim(y, 2), 3);
+    assert_int_equal(dla_tensor_dim(y, 3), 12);
+    /* Depth to space of y in "dcr" gives x back, so y's channels are in
+     * "dcr"'s order: checked element by element there. */
+    expect_depth_to_space(y, x, 2, 3, 0);
+    dla_net *back = alone(dla_depth_to_space2d_layer((int64_t[]){2, 3}, NULL), y);
+    assert_true(tu_same_bits(predict(back, y), x));
+    dla_net_free(back);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+static void expect_refused(dla_layer *l, dla_tensor *x, dla_status want, const char *msg)
+{
+    dla_net *net = dla_net_create(1, &l);
+    if (!net) {
+        assert_int_equal(dla_last_status(), want);
+    } else {
+        assert_int_equal(dla_net_init(net, 1, &x), want);
+        dla_net_free(net);
+    }
+    if (!strstr(dla_last_error(), msg))
+        fail_msg("wanted \"%s\" in: %s", msg, dla_last_error());
+}
+
+static void bad_blocks_modes_and_inputs_are_refused_by_name(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = counting((int64_t[]){4, 6, 6, 1});
+    expect_refused(dla_depth_to_space2d_layer((int64_t[]){0, 2}, &(
+                       dla_depth_to_space2d_layer_options){.name = "d"}),
+                   x, DLA_ERR_INVALID_ARGUMENT,
+                   "depthToSpace2d 'd': BlockSize [0 2] must be whole numbers from 1");
+    expect_refused(dla_depth_to_space2d_layer(NULL, NULL), x, DLA_ERR_INVALID_ARGUMENT,
+                   "BlockSize [0 0]");
+    expect_refused(dla_depth_to_space2d_layer((int64_t[]){2, 2}, &(
+                       dla_depth_to_space2d_layer_options){.mode = "DCR"}),
+                   x, DLA_ERR_INVALID_ARGUMENT, "Mode \"DCR\"; use \"dcr\" or \"crd\"");
+    expect_refused(dla_depth_to_space2d_layer((int64_t[]){2, 2}, NULL), x, DLA_ERR_SHAPE,
+                   "the input's 6 channels are not a multiple of the 2 x 2 block (4)");
+    expect_refused(dla_space_to_depth_layer((int64_t[]){3, 3}, NULL), x, DLA_ERR_SHAPE,
+                   "spaceToDepth: the input's 4 x 6 is not a whole number of 3 x 3 blocks");
+    expect_refused(dla_space_to_depth_layer((int64_t[]){-1, 1}, &(dla_layer_options){
+                       .name = "s"}), x, DLA_ERR_INVALID_ARGUMENT,
+                   "spaceToDepth 's': BlockSize [-1 1]");
+    dla_tensor *seq = dla_zeros(DLA_F64, "CBT", DLA_DIMS(4, 2, 3));
+    expect_refused(dla_space_to_depth_layer((int64_t[]){1, 1}, NULL), seq, DLA_ERR_FORMAT,
+                   "the input is \"CBT\"; spaceToDepth needs two \"S\" dims and a \"C\" dim");
+    /* A later call of other sizes is refused, not reshaped at random. */
+    dla_net *net = alone(dla_depth_to_space2d_layer((int64_t[]){2, 2}, NULL),
+                         counting((int64_t[]){2, 2, 8, 1}));
+    dla_tensor *y = NULL;
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, NULL), DLA_ERR_SHAPE);
+    if (!strstr(dla_last_error(), "6 channels are not a multiple"))
+        fail_msg("%s", dla_last_error());
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+/* input (H x W x 2) -> pool -> crop/ref; input -> crop/in. */
+static dla_net *crop_net(int64_t h, int64_t w, dla_layer *crop)
+{
+    dla_layer *l[] = {
+        dla_image_input_layer(h, w, 2, &(dla_image_input_options){.normalization = "none",
+                                                                   .name = "in"}),
+        dla_maxpool2d_layer(2, 2, &(dla_pool_layer_options){.stride = {2, 2}, .name = "pool"}),
+    };
+    dla_net *net = dla_net_create(2, l);
+    assert_non_null(net);
+    assert_int_equal(dla_net_add_layers(net, 1, &crop), DLA_OK);
+    if (dla_net_connect(net, "in", "crop/in") != DLA_OK ||
+        dla_net_connect(net, "pool", "crop/ref") != DLA_OK)
+        fail_msg("connect: %s", dla_last_error());
+    return net;
+}
+
+/* y is x(r0 .. r0+rows-1, c0 .. c0+cols-1, :, :). */
+static void expect_window(dla_tensor *x, dla_tensor *y, int64_t r0, int64_t c0, int64_t rows,
+                          int64_t cols)
+{
+    assert_string_equal(dla_tensor_format(y), "SSCB");
+    assert_int_equal(dla_tensor_dim(y, 1), rows);
+    assert_int_equal(dla_tensor_dim(y, 2), cols);
+    for (int64_t n = 0; n < dla_tensor_dim(x, 4); n++)
+        for (int64_t c = 0; c < dla_tensor_dim(x, 3); c++)
+            for (int64_t i = 0; i < rows; i++)
+                for (int64_t j = 0; j < cols; j++)
+                    if (at(y, i, j, c, n) != at(x, r0 + i, c0 + j, c, n))
+                        fail_msg("y(%lld, %lld) is %g; x(%lld, %lld) is %g", (long long)i,
+                                 (long long)j, at(y, i, j, c, n), (long long)(r0 + i),
+                                 (long long)(c0 + j), at(x, r0 + i, c0 + j, c, n));
+}
+
+static void crop_takes_the_reference_size_at_the_centre_or_a_location(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    /* 8 x 7 pooled to 4 x 3: the centre rows 4 - 2 = 2.., columns 3 - 1 = 2... */
+    dla_tensor *x = counting((int64_t[]){8, 7, 2, 2});
+    dla_net *net = crop_net(8, 7, dla_crop2d_layer(&(dla_crop2d_layer_options){.name = "crop"}));
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+    expect_window(x, predict(net, x), 2, 2, 4, 3);
+    char summary[4096];
+    dla_net_summary(net, summary, sizeof summary);
+    if (!strstr(summary, "center crop"))
+        fail_msg("%s", summary);
+    dla_net_free(net);
+    /* 7 x 6 pooled to 3 x 3: rows 3 - 1 = 2.. (one more above than below),
+     * columns 3 - 1 = 2... */
+    x = counting((int64_t[]){7, 6, 2, 1});
+    net = crop_net(7, 6, dla_crop2d_layer(&(dla_crop2d_layer_options){.name = "crop"}));
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+    expect_window(x, predict(net, x), 2, 2, 3, 3);
+    dla_net_free(net);
+    /* Location [x y] = [4 2]: column 4, row 2 (1-based). */
+    x = counting((int64_t[]){8, 7, 2, 2});
+    net = crop_net(8, 7, dla_crop2d_layer(&(dla_crop2d_layer_options){.name = "crop",
+                                                                      .location = {4, 2}}));
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+    expect_window(x, predict(net, x), 1, 3, 4, 3);
+    dla_net_summary(net, summary, sizeof summary);
+    if (!strstr(summary, "crop at [4 2]"))
+        fail_msg("%s", summary);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+static void crop_ports_and_windows_that_do_not_fit_are_refused(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    /* The ports are "in" and "ref". */
+    dla_layer *l[] = {dla_image_input_layer(4, 4, 1, &(dla_image_input_options){
+                          .normalization = "none", .name = "in"}),
+                      dla_crop2d_layer(&(dla_crop2d_layer_options){.name = "crop"})};
+    dla_net *net = dla_net_create(2, l);
+    assert_non_null(net);
+    assert_int_equal(dla_net_connect(net, "in", "crop/mask"), DLA_ERR_INVALID_ARGUMENT);
+    if (!strstr(dla_last_error(), "layer 'crop' has inputs \"in\" and \"ref\""))
+        fail_msg("%s", dla_last_error());
+    /* The chain fed "crop/in"; "crop/ref" unconnected is a network input. */
+    assert_int_equal(dla_net_input_count(net), 2);
+    assert_string_equal(dla_net_input_name(net, 1), "crop/ref");
+    dla_net_free(net);
+    /* Location [6 1] puts a 4 x 3 window's last column at 8 of 7. */
+    net = crop_net(8, 7, dla_crop2d_layer(&(dla_crop2d_layer_options){.name = "crop",
+                                                                      .location = {6, 1}}));
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_ERR_SHAPE);
+    if (!strstr(dla_last_error(), "a 4 x 3 window at Location [6 1] (column, row) does not fit "
+                                  "in the input's 8 x 7"))
+        fail_msg("%s", dla_last_error());
+    dla_net_free(net);
+    /* A reference larger than the input. */
+    dla_layer *big[] = {dla_image_input_layer(3, 3, 1, &(dla_image_input_options){
+                            .normalization = "none", .name = "small"}),
+                        dla_crop2d_layer(&(dla_crop2d_layer_options){.name = "crop"}),
+                        dla_image_input_layer(4, 3, 1, &(dla_image_input_options){
+                            .normalization = "none", .name = "large"})};
+    net = dla_net_create(2, big);
+    assert_non_null(net);
+    assert_int_equal(dla_net_add_layers(net, 1, big + 2), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "large", "crop/ref"), DLA_OK);
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_ERR_SHAPE);
+    if (!strstr(dla_last_error(), "the reference's 4 x 3 does not fit in the input's 3 x 3"))
+        fail_msg("%s", dla_last_error());
+    dla_net_free(net);
+    /* Options refused when made. */
+    dla_layer *bad = dla_crop2d_layer(&(dla_crop2d_layer_options){.location = {1.5, 2}});
+    assert_int_equal(dla_layer_status(bad), DLA_ERR_INVALID_ARGUMENT);
+    if (!strstr(dla_layer_error(bad), "Location [1.5 2] must be whole numbers from 1"))
+        fail_msg("%s", dla_layer_error(bad));
+    dla_layer_free(bad);
+    bad = dla_crop2d_layer(&(dla_crop2d_layer_options){.mode = "centercrop",
+                                                       .location = {1, 2}, .name = "c"});
+    if (!strstr(dla_layer_error(bad), "crop2d 'c': Location [1 2] with Mode \"centercrop\""))
+        fail_msg("%s", dla_layer_error(bad));
+    dla_layer_free(bad);
+    bad = dla_crop2d_layer(&(dla_crop2d_layer_options){.mode = "custom", .name = "c"});
+    if (!strstr(dla_layer_error(bad), "crop2d 'c': Location [0 0] must be whole numbers"))
+        fail_msg("%s", dla_layer_error(bad));
+    dla_layer_free(bad);
+    dla_scope_end();
+}
+
+/* conv -> crop/in with the pooled input as ref -> depth to space ->
+ * conv -> space to depth -> fc: first and second derivatives of every
+ * learnable, replayed and eager. */
+static void a_network_of_the_three_differentiates(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(5);
+    for (int crd = 0; crd < 2; crd++) {
+        dla_layer *l[] = {
+            dla_image_input_layer(6, 7, 2, &(dla_image_input_options){.normalization = "none",
+                                                                       .name = "in"}),
+            dla_conv2d_layer(3, 3, 4, &(dla_conv_layer_options){.padding_mode = "same",
+                                                                 .name = "c1"}),
+            dla_crop2d_layer(&(dla_crop2d_layer_options){.name = "crop"}),
+            dla_depth_to_space2d_layer((int64_t[]){1, 2}, &(dla_depth_to_space2d_layer_options){
+                .mode = crd ? "crd" : "dcr"}),
+            dla_conv2d_layer(1, 1, 3, &(dla_conv_layer_options){.name = "c2"}),
+            dla_tanh_layer(NULL),
+            dla_space_to_depth_layer((int64_t[]){3, 2}, NULL),
+            dla_fc_layer(2, NULL),
+            dla_maxpool2d_layer(2, 2, &(dla_pool_layer_options){.stride = {2, 2}, .name = "pool"}),
+        };
+        dla_net *net = dla_net_create(8, l);
+        assert_non_null(net);
+        assert_int_equal(dla_net_add_layers(net, 1, l + 8), DLA_OK);
+        if (dla_net_connect(net, "in", "pool") != DLA_OK ||
+            dla_net_connect(net, "pool", "crop/ref") != DLA_OK ||
+            dla_net_init(net, 0, NULL) != DLA_OK)
+            fail_msg("%s", dla_last_error());
+        assert_int_equal(dla_net_cast(net, DLA_F64), DLA_OK);
+        const int nl = dla_net_learnable_count(net);
+        dla_tensor **values = dla_table_values(dla_net_learnables(net));
+        int check[GC_MAX_IN];
+        for (int i = 0; i < nl; i++)
+            check[i] = 1;
+        gc_net c = {net, dla_randn(DLA_F64, "SSCB", DLA_DIMS(6, 7, 2, 2)), 1};
+        for (int accel = 1; accel >= 0; accel--) {
+            dla_net_set_accelerate(net, accel);
+            gc_check(gc_run_net, &c, nl, values, check, 1e-5);
+            gc_check2(gc_run_net, &c, nl, values, check, 1e-5);
+        }
+        dla_net_free(net);
+    }
+    dla_scope_end();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TU_TEST(depth_to_space_moves_channels_into_blocks_in_both_orders),
+        TU_TEST(space_to_depth_is_the_inverse_of_dcr),
+        TU_TEST(bad_blocks_modes_and_inputs_are_refused_by_name),
+        TU_TEST(crop_takes_the_reference_size_at_the_centre_or_a_location),
+        TU_TEST(crop_ports_and_windows_that_do_not_fit_are_refused),
+        TU_TEST(a_network_of_the_three_differentiates),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
