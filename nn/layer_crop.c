@@ -119,7 +119,7 @@ static void describe(const dla__props *p, const dla__shape *in, char *buf, size_
 
 const dla__layer_kind dla__kind_crop2d = {
     .type = type, .display = "Crop 2D", .default_name = "crop", .fields = fields,
-    .second_input = "ref", .check = check, .init = init, .forward = forward,
+    .ref_port = 1, .check = check, .init = init, .forward = forward,
     .describe = describe,
 };
 

@@ -397,8 +397,8 @@ int dla__kind_inputs(const dla__layer_kind *kind, const dla__props *p)
         return (int)(p->count >= 1 && p->count <= 64 ? p->count : 1);
     if (kind->mask_port)
         return p->dim ? 2 : 1;
-    if (kind->second_input)
-        return 2;
+    if (kind->ref_port)
+        return kind->optional_ref && !p->dim ? 1 : 2;
     if (kind->state_ports && p->state_io[0])
         return 1 + kind->state_ports;
     return 1;

@@ -90,9 +90,9 @@ char *dla__net_output_port_name(const dla_layer *l, int port)
 
 const char *dla__second_input(const dla_layer *l)
 {
-    if (l->kind->second_input)
-        return l->kind->second_input;
-    return l->kind->mask_port && l->nin == 2 ? "mask" : NULL;
+    if (l->nin != 2)
+        return NULL;
+    return l->kind->ref_port ? "ref" : l->kind->mask_port ? "mask" : NULL;
 }
 
 char *dla__net_port_name(const dla_layer *l, int port)

@@ -155,7 +155,8 @@ char *dla__net_architecture(const dla_net *net, int with_params, size_t *len)
 static int added_later(const char *key)
 {
     return !strcmp(key, "HasPaddingMaskInput") || !strcmp(key, "DropoutProbability") ||
-           !strcmp(key, "HasStateInputs") || !strcmp(key, "HasStateOutputs");
+           !strcmp(key, "HasStateInputs") || !strcmp(key, "HasStateOutputs") ||
+           !strcmp(key, "EnableReferenceInput");
 }
 
 /* --------------------------------------------------------------- reading */

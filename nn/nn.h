@@ -140,7 +140,7 @@ typedef struct dla__props {
     int64_t padding[6];  /* before and after dim i in [2i], [2i + 1] */
     int64_t dim;         /* concatenation Dim, MinLength */
     double scale;        /* leakyRelu Scale, dropout Probability, BN Epsilon */
-    double decay[2];     /* BN MeanDecay, VarianceDecay; resize2dLayer Scale */
+    double decay[3];     /* BN MeanDecay, VarianceDecay; resize Scale */
     char mode[DLA__STR];     /* PaddingMode, OutputMode */
     char option[DLA__STR];   /* Normalization, PaddingValue */
     char option2[DLA__STR];  /* NormalizationDimension */
@@ -224,9 +224,11 @@ typedef struct dla__layer_kind {
     /* With props.dim 1 (HasPaddingMaskInput) a second port, "mask", after
      * "in" (nn/layer_mask.c). */
     int mask_port;
-    /* A kind of two input ports always, "in" and this one (crop2dLayer's
-     * "ref"); NULL for the others. */
-    const char *second_input;
+    /* A kind whose second input port is "ref" beside "in": always
+     * (crop2dLayer), or with props.dim 1 (a resize layer's
+     * EnableReferenceInput) when optional_ref is set. */
+    int ref_port;
+    int optional_ref;
     /* A recurrent kind's states (2: hidden and cell; 1: hidden): with
      * props.state_io[0] (HasStateInputs) input ports "in", "hidden"
      * ("cell"); with props.state_io[1] (HasStateOutputs) output ports
@@ -371,7 +373,7 @@ extern const dla__layer_kind dla__kind_image_input, dla__kind_sequence_input, dl
     dla__kind_conv3d, dla__kind_tconv3d, dla__kind_maxpool3d, dla__kind_avgpool3d,
     dla__kind_gmaxpool3d, dla__kind_gavgpool3d, dla__kind_word_embedding, dla__kind_prelu,
     dla__kind_indexing1d, dla__kind_crosschannel, dla__kind_crop2d,
-    dla__kind_depth_to_space2d, dla__kind_space_to_depth;
+    dla__kind_depth_to_space2d, dla__kind_space_to_depth, dla__kind_resize3d;
 
 /* ------------------------------------------------------------ initializers */
 
@@ -515,8 +517,8 @@ int dla__net_batchnorm_rows(const dla_net *net, int max, dla__bn_rows *out);
  * (free with dla__nn_free); NULL when out of memory. */
 char *dla__net_port_name(const dla_layer *l, int port);
 /* The name of l's second input port when its two are "in" and a named
- * one ("mask" with HasPaddingMaskInput, crop2dLayer's "ref"); NULL
- * otherwise. */
+ * one ("mask" with HasPaddingMaskInput, "ref" of crop2dLayer and a resize
+ * layer's EnableReferenceInput); NULL otherwise. */
 const char *dla__second_input(const dla_layer *l);
 
 /* ------------------------------------------------ recurrent state ports */

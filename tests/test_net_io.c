@@ -500,10 +500,30 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
     assert_non_null(strstr(b, "nearest resize to output size [NaN 5]"));
     predict_alike(net, back, "SSCB", DLA_DIMS(5, 4, 2, 2));
     dla_net_free(back);
+    /* A file written before EnableReferenceInput existed lacks it (blanked
+     * out as below for the attention's options): it loads, without
+     * "ref" ports. */
+    long rsize;
+    unsigned char *rfile = slurp(path("resize.safetensors"), &rsize);
+    as_version_1_1(rfile);
+    for (int k = 0; k < 2; k++) {
+        static const char key[] = ",\\\"EnableReferenceInput\\\":0";
+        char *at = strstr((char *)rfile + 8, key);
+        assert_non_null(at);
+        memset(at, ' ', strlen(key));
+    }
+    spit(path("resize_old.safetensors"), rfile, (size_t)rsize);
+    free(rfile);
+    if (dla_net_load(path("resize_old.safetensors"), &back) != DLA_OK)
+        fail_msg("load of a file without EnableReferenceInput: %s", dla_last_error());
+    assert_int_equal(dla_net_input_count(back), 1);
+    predict_alike(net, back, "SSCB", DLA_DIMS(5, 4, 2, 2));
+    dla_net_free(back);
     dla_net_free(net);
 
-    /* Cropping to a reference at a location, depth to space and back:
-     * their options and crop's "ref" connection come back. */
+    /* Cropping to a reference at a location, depth to space and back, a
+     * resize to a reference: their options and "ref" connections come
+     * back. */
     dla_layer *cr[] = {
         dla_image_input_layer(6, 8, 4, &(dla_image_input_options){.normalization = "none",
                                                                    .name = "in"}),
@@ -511,12 +531,15 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
         dla_depth_to_space2d_layer((int64_t[]){2, 1}, &(dla_depth_to_space2d_layer_options){
             .mode = "crd"}),
         dla_space_to_depth_layer((int64_t[]){1, 2}, NULL),
+        dla_resize2d_layer(&(dla_resize2d_layer_options){.enable_reference_input = 1,
+                                                         .name = "rs"}),
         dla_avgpool2d_layer(2, 2, &(dla_pool_layer_options){.stride = {2, 2}, .name = "pool"})};
-    net = dla_net_create(4, cr);
+    net = dla_net_create(5, cr);
     assert_non_null(net);
-    assert_int_equal(dla_net_add_layers(net, 1, cr + 4), DLA_OK);
+    assert_int_equal(dla_net_add_layers(net, 1, cr + 5), DLA_OK);
     assert_int_equal(dla_net_connect(net, "in", "pool"), DLA_OK);
     assert_int_equal(dla_net_connect(net, "pool", "crop/ref"), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "pool", "rs/ref"), DLA_OK);
     assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
     assert_int_equal(dla_net_save(net, path("rearrange.safetensors")), DLA_OK);
     if (dla_net_load(path("rearrange.safetensors"), &back) != DLA_OK)
@@ -527,6 +550,7 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
     assert_non_null(strstr(b, "crop at [2 3]"));
     assert_non_null(strstr(b, "depth to space with block size [2 1], mode \"crd\""));
     assert_non_null(strstr(b, "space to depth with block size [1 2]"));
+    assert_non_null(strstr(b, "nearest resize to the size of the input \"ref\""));
     predict_alike(net, back, "SSCB", DLA_DIMS(6, 8, 4, 2));
     dla_net_free(back);
     dla_net_free(net);

@@ -1858,8 +1858,9 @@ static void resize2d_layer_is_dla_resize(void **state)
     dla_layer *bad = dla_resize2d_layer(&(dla_resize2d_layer_options){
         .scale = {2}, .output_size = {4, 4}, .name = "up"});
     assert_null(dla_net_create(1, &bad));
-    assert_non_null(strstr(dla_last_error(), "resize2d 'up': give exactly one of Scale and "
-                                             "OutputSize (both given)"));
+    assert_non_null(strstr(dla_last_error(), "resize2d 'up': give exactly one of Scale, "
+                                             "OutputSize and EnableReferenceInput (Scale and "
+                                             "OutputSize given)"));
     bad = dla_resize2d_layer(&(dla_resize2d_layer_options){.scale = {2}, .method = "linear"});
     assert_null(dla_net_create(1, &bad));
     assert_non_null(strstr(dla_last_error(), "Method \"linear\"; use \"nearest\" or "
@@ -1872,6 +1873,90 @@ static void resize2d_layer_is_dla_resize(void **state)
     dla_tensor *seq = dla_zeros(DLA_F64, "CBT", DLA_DIMS(3, 2, 5));
     assert_int_equal(dla_net_init(net, 1, &seq), DLA_ERR_FORMAT);
     assert_non_null(strstr(dla_last_error(), "resize2dLayer needs two \"S\" dims"));
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+/* resize3dLayer is dla_resize over three "S" dims; EnableReferenceInput
+ * (2-D and 3-D) resizes "in" to the "S" dims of "ref", whatever ref
+ * holds, and refuses a Scale or an OutputSize beside it. */
+static void resize3d_and_reference_inputs_are_dla_resize(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *v = ramp(DLA_F64, "SSSCB", DLA_DIMS(3, 4, 2, 2, 2), 0.3, -1);
+    dla_net *net = one(dla_resize3d_layer(&(dla_resize3d_layer_options){
+        .scale = {2, 1.5, 3}, .method = "trilinear"}), v);
+    assert_same(predict1(net, v), dla_resize(v, &(dla_resize_options){
+                                      .scale = {2, 1.5, 3}, .method = "linear"}));
+    char summary[4096];
+    dla_net_summary(net, summary, sizeof summary);
+    assert_non_null(strstr(summary, "trilinear resize with scale [2 1.5 3]"));
+    dla_net_free(net);
+    net = one(dla_resize3d_layer(&(dla_resize3d_layer_options){.output_size = {5, NAN, 4}}), v);
+    assert_same(predict1(net, v), dla_resize(v, &(dla_resize_options){
+                                      .output_size = {5, NAN, 4}}));
+    dla_net_summary(net, summary, sizeof summary);
+    assert_non_null(strstr(summary, "nearest resize to output size [5 NaN 4]"));
+    dla_net_free(net);
+
+    /* "in" from the input layer, "ref" a pooled copy of it: 7 x 9 -> 3 x 4. */
+    dla_layer *l[] = {
+        dla_image_input_layer(7, 9, 2, &(dla_image_input_options){.normalization = "none",
+                                                                   .name = "in"}),
+        dla_resize2d_layer(&(dla_resize2d_layer_options){
+            .enable_reference_input = 1, .method = "bilinear", .name = "rs"}),
+        dla_maxpool2d_layer(2, 2, &(dla_pool_layer_options){.stride = {2, 2}, .name = "pool"})};
+    net = dla_net_create(2, l);
+    assert_non_null(net);
+    assert_int_equal(dla_net_add_layers(net, 1, l + 2), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "in", "pool"), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "pool", "rs/ref"), DLA_OK);
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+    dla_tensor *x = ramp(DLA_F64, "SSCB", DLA_DIMS(7, 9, 2, 2), 0.2, 1);
+    assert_same(predict1(net, x), dla_resize(x, &(dla_resize_options){
+                                      .output_size = {3, 4}, .method = "linear"}));
+    dla_net_summary(net, summary, sizeof summary);
+    assert_non_null(strstr(summary, "bilinear resize to the size of the input \"ref\""));
+    assert_non_null(strstr(summary, "pool -> rs/ref"));
+    dla_net_free(net);
+    /* 3-D, "ref" left unconnected: a network input named "rs/ref". */
+    dla_layer *r3 = dla_resize3d_layer(&(dla_resize3d_layer_options){
+        .enable_reference_input = 1, .name = "rs"});
+    net = dla_net_create(1, &r3);
+    assert_non_null(net);
+    assert_int_equal(dla_net_input_count(net), 2);
+    assert_string_equal(dla_net_input_name(net, 1), "rs/ref");
+    dla_tensor *pair[2] = {v, dla_zeros(DLA_F32, "SSSCB", DLA_DIMS(2, 5, 3, 1, 1))};
+    if (dla_net_init(net, 2, pair) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    dla_tensor *y = NULL;
+    assert_int_equal(dla_net_predict(net, 2, pair, 1, &y, NULL), DLA_OK);
+    assert_same(y, dla_resize(v, &(dla_resize_options){.output_size = {2, 5, 3}}));
+    dla_net_free(net);
+    /* Refusals. */
+    dla_layer *bad = dla_resize2d_layer(&(dla_resize2d_layer_options){
+        .enable_reference_input = 1, .scale = {2}, .name = "r"});
+    if (!strstr(dla_layer_error(bad), "resize2d 'r': EnableReferenceInput takes the output size "
+                                      "from the input \"ref\"; give no Scale"))
+        fail_msg("%s", dla_layer_error(bad));
+    dla_layer_free(bad);
+    bad = dla_resize3d_layer(&(dla_resize3d_layer_options){.scale = {2}, .method = "bilinear"});
+    if (!strstr(dla_layer_error(bad), "Method \"bilinear\"; use \"nearest\" or \"trilinear\""))
+        fail_msg("%s", dla_layer_error(bad));
+    dla_layer_free(bad);
+    bad = dla_resize3d_layer(&(dla_resize3d_layer_options){.scale = {2, -1, 1}});
+    if (!strstr(dla_layer_error(bad), "Scale [2 -1 1] must be positive and finite"))
+        fail_msg("%s", dla_layer_error(bad));
+    dla_layer_free(bad);
+    bad = dla_resize3d_layer(&(dla_resize3d_layer_options){.output_size = {NAN, NAN, NAN}});
+    if (!strstr(dla_layer_error(bad), "or some (not all) NaN"))
+        fail_msg("%s", dla_layer_error(bad));
+    dla_layer_free(bad);
+    dla_layer *flat = dla_resize3d_layer(&(dla_resize3d_layer_options){.scale = {2}});
+    net = dla_net_create(1, &flat);
+    assert_int_equal(dla_net_init(net, 1, &x), DLA_ERR_FORMAT);
+    assert_non_null(strstr(dla_last_error(), "resize3dLayer needs three \"S\" dims"));
     dla_net_free(net);
     dla_scope_end();
 }
@@ -2171,6 +2256,7 @@ int main(void)
         TU_TEST(conv2d_matches_dla_conv_with_stride_dilation_and_padding),
         TU_TEST(transposed_conv_layers_match_dla_transpconv),
         TU_TEST(resize2d_layer_is_dla_resize),
+        TU_TEST(resize3d_and_reference_inputs_are_dla_resize),
         TU_TEST(self_attention_is_projections_around_dla_attention),
         TU_TEST(conv1d_convolves_along_time_and_causal_pads_before),
         TU_TEST(batchnorm_forward_uses_the_batch_and_predict_the_stored_statistics),

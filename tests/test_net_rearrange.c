@@ -1,7 +1,8 @@
 /*
  * test_net_rearrange.c - the layers that move elements without arithmetic:
  * depthToSpace2dLayer ("dcr" and "crd"), spaceToDepthLayer and
- * crop2dLayer (its "in" and "ref" ports, centre and custom windows).
+ * crop2dLayer (its "in" and "ref" ports, centre and custom windows);
+ * a resize layer's "ref" port in a network's gradients.
  * Values against index formulas written out as host loops, the refusals
  * and their messages, and gradients (first and second) of a network
  * using all three against finite differences, accelerated and not.
@@ -303,9 +304,9 @@ static void crop_ports_and_windows_that_do_not_fit_are_refused(void **state)
     dla_scope_end();
 }
 
-/* conv -> crop/in with the pooled input as ref -> depth to space ->
- * conv -> space to depth -> fc: first and second derivatives of every
- * learnable, replayed and eager. */
+/* conv -> crop/in with the pooled input as ref -> depth to space (3 x 6)
+ * -> resize to the pooled input's 3 x 3 -> conv -> space to depth -> fc:
+ * first and second derivatives of every learnable, replayed and eager. */
 static void a_network_of_the_three_differentiates(void **state)
 {
     (void)state;
@@ -320,17 +321,20 @@ static void a_network_of_the_three_differentiates(void **state)
             dla_crop2d_layer(&(dla_crop2d_layer_options){.name = "crop"}),
             dla_depth_to_space2d_layer((int64_t[]){1, 2}, &(dla_depth_to_space2d_layer_options){
                 .mode = crd ? "crd" : "dcr"}),
+            dla_resize2d_layer(&(dla_resize2d_layer_options){
+                .enable_reference_input = 1, .method = "bilinear", .name = "rs"}),
             dla_conv2d_layer(1, 1, 3, &(dla_conv_layer_options){.name = "c2"}),
             dla_tanh_layer(NULL),
-            dla_space_to_depth_layer((int64_t[]){3, 2}, NULL),
+            dla_space_to_depth_layer((int64_t[]){3, 1}, NULL),
             dla_fc_layer(2, NULL),
             dla_maxpool2d_layer(2, 2, &(dla_pool_layer_options){.stride = {2, 2}, .name = "pool"}),
         };
-        dla_net *net = dla_net_create(8, l);
+        dla_net *net = dla_net_create(9, l);
         assert_non_null(net);
-        assert_int_equal(dla_net_add_layers(net, 1, l + 8), DLA_OK);
+        assert_int_equal(dla_net_add_layers(net, 1, l + 9), DLA_OK);
         if (dla_net_connect(net, "in", "pool") != DLA_OK ||
             dla_net_connect(net, "pool", "crop/ref") != DLA_OK ||
+            dla_net_connect(net, "pool", "rs/ref") != DLA_OK ||
             dla_net_init(net, 0, NULL) != DLA_OK)
             fail_msg("%s", dla_last_error());
         assert_int_equal(dla_net_cast(net, DLA_F64), DLA_OK);

@@ -695,15 +695,17 @@ typedef struct dla_word_embedding_layer_options {
 DLA_API dla_layer *dla_word_embedding_layer(int64_t dimension, int64_t num_words,
                                             const dla_word_embedding_layer_options *opts);
 
-/* MATLAB resize2dLayer("Scale", s | "OutputSize", [h w], "Method", ...,
- * "GeometricTransformMode", ..., "NearestRoundingMode", ...): resizes the
- * two "S" dims of image data ("SSCB") with dla_resize (nnops.h has the
- * coordinate maps and rounding); no learnables. Give exactly one of scale
- * and output_size. The layer's Scale and OutputSize are saved and loaded
- * with the network. Not supported: EnableReferenceInput (resizing to a
- * second input's size). Errors: an error layer (DLA_ERR_INVALID_ARGUMENT)
- * for options out of range; DLA_ERR_FORMAT at initialization for an
- * input without exactly two "S" dims. */
+/* MATLAB resize2dLayer("Scale", s | "OutputSize", [h w] |
+ * "EnableReferenceInput", true, "Method", ..., "GeometricTransformMode",
+ * ..., "NearestRoundingMode", ...): resizes the two "S" dims of image
+ * data ("SSCB") with dla_resize (nnops.h has the coordinate maps and
+ * rounding); no learnables. Give exactly one of scale, output_size and
+ * enable_reference_input: with the last the layer has the inputs
+ * "name/in" and "name/ref" (dla_net_connect) and resizes "in" to the "S"
+ * dims of "ref" (only its size is read; no gradient flows into it). The
+ * options are saved and loaded with the network. Errors: an error layer
+ * (DLA_ERR_INVALID_ARGUMENT) for options out of range; DLA_ERR_FORMAT at
+ * initialization for an input without exactly two "S" dims. */
 typedef struct dla_resize2d_layer_options {
     const char *name;
     /* [height width] factors; scale[1] 0: scale[0] for both. */
@@ -714,8 +716,22 @@ typedef struct dla_resize2d_layer_options {
     const char *method;                   /* NULL: "nearest", or "bilinear" */
     const char *geometric_transform_mode; /* NULL: "half-pixel", or "asymmetric" */
     const char *nearest_rounding_mode;    /* NULL: "round", "floor" or "onnx-10" */
+    int enable_reference_input;           /* 1: the size of the input "ref" */
 } dla_resize2d_layer_options;
 DLA_API dla_layer *dla_resize2d_layer(const dla_resize2d_layer_options *opts);
+/* MATLAB resize3dLayer: resize2dLayer's options over the three "S" dims
+ * of volumes ("SSSCB"), [height width depth]; Method "nearest" or
+ * "trilinear". */
+typedef struct dla_resize3d_layer_options {
+    const char *name;
+    double scale[3];       /* scale[1], scale[2] 0: scale[0] */
+    double output_size[3]; /* NAN in some (not all): keep the aspect ratio */
+    const char *method;    /* NULL: "nearest", or "trilinear" */
+    const char *geometric_transform_mode;
+    const char *nearest_rounding_mode;
+    int enable_reference_input;
+} dla_resize3d_layer_options;
+DLA_API dla_layer *dla_resize3d_layer(const dla_resize3d_layer_options *opts);
 
 /* MATLAB crop2dLayer("centercrop" | [x y]): crops the two "S" dims of
  * its input "in" to the height and width of its second input "ref" (only
