@@ -373,7 +373,7 @@ extern const dla__layer_kind dla__kind_image_input, dla__kind_sequence_input, dl
     dla__kind_conv3d, dla__kind_tconv3d, dla__kind_maxpool3d, dla__kind_avgpool3d,
     dla__kind_gmaxpool3d, dla__kind_gavgpool3d, dla__kind_word_embedding, dla__kind_prelu,
     dla__kind_indexing1d, dla__kind_crosschannel, dla__kind_crop2d,
-    dla__kind_depth_to_space2d, dla__kind_space_to_depth, dla__kind_resize3d;
+    dla__kind_depth_to_space2d, dla__kind_space_to_depth, dla__kind_resize3d, dla__kind_crop3d;
 
 /* ------------------------------------------------------------ initializers */
 

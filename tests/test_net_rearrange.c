@@ -1,7 +1,7 @@
 /*
  * test_net_rearrange.c - the layers that move elements without arithmetic:
  * depthToSpace2dLayer ("dcr" and "crd"), spaceToDepthLayer and
- * crop2dLayer (its "in" and "ref" ports, centre and custom windows);
+ * crop2dLayer and crop3dLayer (its "in" and "ref" ports, centre and custom windows);
  * a resize layer's "ref" port in a network's gradients.
  * Values against index formulas written out as host loops, the refusals
  * and their messages, and gradients (first and second) of a network
@@ -304,6 +304,72 @@ static void crop_ports_and_windows_that_do_not_fit_are_refused(void **state)
     dla_scope_end();
 }
 
+/* crop3dLayer alone: both its inputs are network inputs ("crop/in",
+ * "crop/ref"); Location [x y z] is column, row, depth; the centre rule
+ * is crop2d's along all three. */
+static void crop3d_takes_the_reference_volume(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const int64_t dims[5] = {5, 6, 7, 2, 2};
+    const int64_t n = 5 * 6 * 7 * 2 * 2;
+    double *h = malloc(sizeof *h * (size_t)n);
+    assert_non_null(h);
+    for (int64_t i = 0; i < n; i++)
+        h[i] = (double)i;
+    dla_tensor *x = dla_tensor_from_host(h, DLA_F64, "SSSCB", 5, dims);
+    free(h);
+    dla_tensor *ref = dla_zeros(DLA_F32, "SSSCB", DLA_DIMS(2, 3, 4, 1, 1));
+    const double locs[2][3] = {{0, 0, 0}, {4, 3, 2}};
+    /* 0-based first row, column, depth: the centre's 5/2 - 2/2 = 1,
+     * 6/2 - 3/2 = 2, 7/2 - 4/2 = 1; Location [4 3 2]: row 2, column 3,
+     * depth 1. */
+    const int64_t first[2][3] = {{1, 2, 1}, {2, 3, 1}};
+    for (int k = 0; k < 2; k++) {
+        dla_layer *l = dla_crop3d_layer(&(dla_crop3d_layer_options){
+            .name = "crop", .location = {locs[k][0], locs[k][1], locs[k][2]}});
+        dla_net *net = dla_net_create(1, &l);
+        assert_non_null(net);
+        assert_string_equal(dla_net_input_name(net, 0), "crop/in");
+        assert_string_equal(dla_net_input_name(net, 1), "crop/ref");
+        dla_tensor *in[2] = {x, ref}, *y = NULL;
+        if (dla_net_init(net, 2, in) != DLA_OK ||
+            dla_net_predict(net, 2, in, 1, &y, NULL) != DLA_OK)
+            fail_msg("%s", dla_last_error());
+        assert_string_equal(dla_tensor_format(y), "SSSCB");
+        assert_int_equal(dla_tensor_numel(y), 2 * 3 * 4 * 2 * 2);
+        for (int64_t e = 0; e < dla_tensor_numel(y); e++) {
+            const int64_t r = e % 2, c = e / 2 % 3, d = e / 6 % 4, rest = e / 24;
+            const int64_t src = (first[k][0] + r) +
+                                5 * ((first[k][1] + c) + 6 * ((first[k][2] + d) + 7 * rest));
+            if (dla_tensor_item(y, e) != (double)src)
+                fail_msg("location %d: y[%lld] is %g, want x[%lld]", k, (long long)e,
+                         dla_tensor_item(y, e), (long long)src);
+        }
+        dla_net_free(net);
+    }
+    /* [4 3 5] ends the 4-deep window at depth 8 of 7. */
+    dla_layer *l = dla_crop3d_layer(&(dla_crop3d_layer_options){.location = {4, 3, 5}});
+    dla_net *net = dla_net_create(1, &l);
+    assert_int_equal(dla_net_init(net, 2, (dla_tensor *[]){x, ref}), DLA_ERR_SHAPE);
+    if (!strstr(dla_last_error(), "crop3d: a 2 x 3 x 4 window at Location [4 3 5] (column, row, "
+                                  "depth) does not fit in the input's 5 x 6 x 7"))
+        fail_msg("%s", dla_last_error());
+    dla_net_free(net);
+    dla_layer *bad = dla_crop3d_layer(&(dla_crop3d_layer_options){.location = {1, 2, 0.5}});
+    if (!strstr(dla_layer_error(bad), "crop3d: Location [1 2 0.5] must be whole numbers"))
+        fail_msg("%s", dla_layer_error(bad));
+    dla_layer_free(bad);
+    l = dla_crop3d_layer(NULL);
+    net = dla_net_create(1, &l);
+    dla_tensor *flat = dla_zeros(DLA_F64, "SSCB", DLA_DIMS(4, 4, 1, 1));
+    assert_int_equal(dla_net_init(net, 2, (dla_tensor *[]){flat, flat}), DLA_ERR_FORMAT);
+    if (!strstr(dla_last_error(), "crop3dLayer needs three \"S\" dims"))
+        fail_msg("%s", dla_last_error());
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 /* conv -> crop/in with the pooled input as ref -> depth to space (3 x 6)
  * -> resize to the pooled input's 3 x 3 -> conv -> space to depth -> fc:
  * first and second derivatives of every learnable, replayed and eager. */
@@ -362,6 +428,7 @@ int main(void)
         TU_TEST(bad_blocks_modes_and_inputs_are_refused_by_name),
         TU_TEST(crop_takes_the_reference_size_at_the_centre_or_a_location),
         TU_TEST(crop_ports_and_windows_that_do_not_fit_are_refused),
+        TU_TEST(crop3d_takes_the_reference_volume),
         TU_TEST(a_network_of_the_three_differentiates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -752,6 +752,15 @@ typedef struct dla_crop2d_layer_options {
     double location[2]; /* [x y]; 0 0: none (centre crop) */
 } dla_crop2d_layer_options;
 DLA_API dla_layer *dla_crop2d_layer(const dla_crop2d_layer_options *opts);
+/* MATLAB crop3dLayer("centercrop" | [x y z]): crop2dLayer over the three
+ * "S" dims of volumes ("SSSCB"); a location is the 1-based column, row
+ * and depth of the window's first corner. */
+typedef struct dla_crop3d_layer_options {
+    const char *name;
+    const char *mode;   /* NULL: "centercrop", or "custom" with a location */
+    double location[3]; /* [x y z]; 0 0 0: none (centre crop) */
+} dla_crop3d_layer_options;
+DLA_API dla_layer *dla_crop3d_layer(const dla_crop3d_layer_options *opts);
 
 /* MATLAB depthToSpace2dLayer(blockSize, Mode=...): a [bh bw] block_size
  * (block_size[1] 0: square) moves channels into bh x bw blocks of the
