@@ -65,7 +65,7 @@ END {
 count=$(cat "$tmp/count")
 [ "$count" -gt 0 ] || { echo "1..0 # SKIP no marked examples"; exit 77; }
 
-echo "1..$((count + 1))"
+echo "1..$((count + 3))"
 i=0
 while [ "$i" -lt "$count" ]; do
     i=$((i + 1))
@@ -147,4 +147,37 @@ END { exit bad > 0 }' pass=1 $docs pass=2 $docs >"$tmp/links"; then
 else
     cat "$tmp/links"
     echo "not ok $((count + 1)) - every relative link and #anchor of the docs resolves"
+fi
+
+# The names: every public dla_ name the docs use is declared in api/ or
+# used in the sources (a tool's or a kernel's own name); a name that ends
+# in _ is a family (dla_dataqueue_*). A renamed or removed function the
+# docs still call fails here.
+# shellcheck disable=SC2086
+grep -ohE '\bdla_[a-z0-9][a-z0-9_]*' $docs | grep -v '_$' | sort -u >"$tmp/names"
+missing=""
+while IFS= read -r name; do
+    grep -rqw -- "$name" api core nn plugins tools examples bench tests ||
+        missing="$missing $name"
+done <"$tmp/names"
+if [ -z "$missing" ]; then
+    echo "ok $((count + 2)) - every dla_ name of the docs exists ($(wc -l <"$tmp/names") names)"
+else
+    echo "# not in api/ nor the sources:$missing"
+    echo "not ok $((count + 2)) - every dla_ name of the docs exists"
+fi
+
+# The environment: docs/environment.md names every DLACCEL_ variable the
+# library, its plugins, tools, examples and bench read, and each one it
+# names is read (DLACCEL_CUDA_* stands for a family).
+grep -rhoE '"DLACCEL_[A-Z0-9_]+"' core nn plugins tools examples bench | tr -d '"' | sort -u >"$tmp/env_code"
+grep -oE '\bDLACCEL_[A-Z0-9_]*[A-Z0-9]\b' docs/environment.md | sort -u >"$tmp/env_doc"
+undocumented=$(comm -23 "$tmp/env_code" "$tmp/env_doc" | tr '\n' ' ')
+unread=$(comm -13 "$tmp/env_code" "$tmp/env_doc" | tr '\n' ' ')
+if [ -z "$undocumented$unread" ]; then
+    echo "ok $((count + 3)) - docs/environment.md and the code agree on the DLACCEL_ variables ($(wc -l <"$tmp/env_doc"))"
+else
+    [ -n "$undocumented" ] && echo "# read by the code, not in docs/environment.md: $undocumented"
+    [ -n "$unread" ] && echo "# in docs/environment.md, read nowhere: $unread"
+    echo "not ok $((count + 3)) - docs/environment.md and the code agree on the DLACCEL_ variables"
 fi
