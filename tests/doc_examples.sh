@@ -1,9 +1,11 @@
 #!/bin/sh
 # The docs as a user reads them. Every C block of README.md and docs/*.md
 # marked as an example compiles against this build with -Wall -Werror and
-# runs to exit status 0, printing what the doc says it prints; and every
+# runs to exit status 0, printing what the doc says it prints; every
 # relative link of those files (a file, a folder, a #heading of a
-# markdown file) resolves. No network; a few seconds. Speaks TAP.
+# markdown file) resolves; every dla_ name they use exists; and
+# docs/environment.md names exactly the DLACCEL_ variables the code reads.
+# No network; a few seconds. Speaks TAP.
 #
 # Marking a block (HTML comments, which a markdown viewer does not show):
 #
@@ -33,8 +35,16 @@ CFLAGS=$(sed -n 's/^CFLAGS = //p' "$build/Makefile")
 # and $tmp/exN.expect (one expected text a line).
 # shellcheck disable=SC2086
 awk -v out="$tmp" '
-FNR == 1 { state = "text" }
+function unterminated() {
+    if (state != "" && state != "text" && state != "after") {
+        printf "%s: the doc-example at line %s is not closed (in its %s)\n", last_file, last_line, state
+        bad = 1
+    }
+}
+FNR == 1 { unterminated(); state = "text" }
+state == "after" && !/^<!-- doc-example-(end|expect: )/ { state = "text" }
 state == "text" && /^<!-- doc-example( -->)? *$/ {
+    last_file = FILENAME; last_line = FNR
     n++; f = out "/ex" n
     where[n] = FILENAME ":" (FNR + 1)
     print "" > (f ".expect")
@@ -56,12 +66,12 @@ state == "after" && /^<!-- doc-example-expect: .* -->$/ {
     t = $0; sub(/^<!-- doc-example-expect: /, "", t); sub(/ -->$/, "", t)
     print t >> (f ".expect"); next
 }
-state == "after" { state = "text" }
 END {
+    unterminated()
     for (i = 1; i <= n; i++) print where[i] > (out "/ex" i ".where")
     print n > (out "/count")
     exit bad
-}' $docs || exit 1
+}' $docs || { echo 'Bail out! a doc-example mark above is malformed'; exit 1; }
 count=$(cat "$tmp/count")
 [ "$count" -gt 0 ] || { echo "1..0 # SKIP no marked examples"; exit 77; }
 
