@@ -43,3 +43,9 @@ tests_test_steady_memory_SOURCES = tests/test_steady_memory.c tests/testutil.h
 tests_test_steady_memory_CFLAGS = $(DLA_TEST_CFLAGS)
 tests_test_steady_memory_LDADD = $(DLA_TEST_LIBS)
 TESTS += tests/test_steady_memory
+
+# The docs as a user reads them: the C examples marked in README.md and
+# docs/*.md compile with -Wall -Werror and run, printing what the text
+# says; every relative link and #anchor there resolves.
+TESTS += tests/doc_examples.sh
+EXTRA_DIST += tests/doc_examples.sh
