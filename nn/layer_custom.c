@@ -393,6 +393,8 @@ int dla__kind_inputs(const dla__layer_kind *kind, const dla__props *p)
         return 0;
     if (kind->custom)
         return kind->custom->def.num_inputs;
+    if (kind->count_inputs)
+        return kind->count_inputs(p);
     if (kind->multi_input)
         return (int)(p->count >= 1 && p->count <= 64 ? p->count : 1);
     if (kind->mask_port)

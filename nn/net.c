@@ -40,7 +40,7 @@ int dla__net_find_output(const dla_net *net, const char *name, int *port)
         i = find_n(net, name, (size_t)(slash - name));
         p = -1;
         for (int k = 0; i >= 0 && k < net->layers[i]->nout; k++)
-            if (!strcmp(slash + 1, dla__state_out_names[k]))
+            if (!strcmp(slash + 1, dla__out_port(net->layers[i], k)))
                 p = k;
         if (p < 0)
             i = -1;
@@ -66,7 +66,7 @@ dla_status dla__net_output_unknown(const dla_net *net, const char *name, const c
     size_t len = 0;
     for (int k = 0; k < l->nout && len < sizeof list; k++) {
         int w = snprintf(list + len, sizeof list - len, "%s\"%.100s/%s\"", k ? ", " : "",
-                         l->name, dla__state_out_names[k]);
+                         l->name, dla__out_port(l, k));
         len += w > 0 ? (size_t)w : 0;
     }
     return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: no output is named '%.200s': layer "
@@ -82,17 +82,45 @@ char *dla__net_output_port_name(const dla_layer *l, int port)
     /* MATLAB names a layer's one output by the layer alone, and each of
      * several by "layer/port". */
     if (l->nout > 1)
-        snprintf(s, n, "%s/%s", l->name, dla__state_out_names[port]);
+        snprintf(s, n, "%s/%s", l->name, dla__out_port(l, port));
     else
         snprintf(s, n, "%s", l->name);
     return s;
 }
 
-const char *dla__second_input(const dla_layer *l)
+const char *dla__in_port(const dla_layer *l, int k)
 {
-    if (l->nin != 2)
+    static const char *const mask[] = {"in", "mask"}, *const ref[] = {"in", "ref"};
+    if (l->nin < 2 || k < 0 || k >= l->nin)
         return NULL;
-    return l->kind->ref_port ? "ref" : l->kind->mask_port ? "mask" : NULL;
+    if (l->kind->in_names)
+        return l->kind->in_names[k];
+    if (l->kind->ref_port)
+        return ref[k];
+    if (l->kind->mask_port)
+        return mask[k];
+    return l->kind->state_ports ? dla__state_in_names[k] : NULL;
+}
+
+const char *dla__out_port(const dla_layer *l, int k)
+{
+    if (k < 0 || k >= l->nout)
+        return NULL;
+    return l->kind->out_names ? l->kind->out_names[k] : dla__state_out_names[k];
+}
+
+/* "\"in\", \"hidden\" and \"cell\"": the n port names of l (inputs or
+ * outputs) for a message. */
+static void port_list(const dla_layer *l, int outputs, int n, char *buf, size_t size)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < n && len < size; k++) {
+        const char *p = outputs ? dla__out_port(l, k) : dla__in_port(l, k);
+        int w = snprintf(buf + len, size - len, "%s\"%s\"", !k ? "" : k == n - 1 ? " and " : ", ",
+                         p ? p : "?");
+        len += w > 0 ? (size_t)w : 0;
+    }
 }
 
 char *dla__net_port_name(const dla_layer *l, int port)
@@ -101,10 +129,8 @@ char *dla__net_port_name(const dla_layer *l, int port)
     char *s = dla__nn_malloc(n);
     if (!s)
         return NULL;
-    if (port >= 0 && dla__second_input(l))
-        snprintf(s, n, "%s/%s", l->name, port ? dla__second_input(l) : "in");
-    else if (port >= 0 && l->kind->state_ports && l->nin > 1)
-        snprintf(s, n, "%s/%s", l->name, dla__state_in_names[port]);
+    if (port >= 0 && dla__in_port(l, port))
+        snprintf(s, n, "%s/%s", l->name, dla__in_port(l, port));
     else if (port >= 0 && l->nin > 1)
         snprintf(s, n, "%s/in%d", l->name, port + 1);
     else
@@ -479,46 +505,41 @@ static dla_status parse_end(const dla_net *net, const char *s, int dest, int *la
     const dla_layer *l = net->layers[*layer];
     const char *name = l->name;
     *port = 0;
+    char names[256];
     if (!dest) {
-        /* HasStateOutputs: "out", "hidden", "cell"; the name alone is "out". */
+        /* Several outputs (HasStateOutputs: "out", "hidden", "cell"): the
+         * name alone is the first, "out". */
         *port = slash ? -1 : 0;
         for (int k = 0; slash && k < l->nout; k++)
-            if (!strcmp(slash + 1, dla__state_out_names[k]))
+            if (!strcmp(slash + 1, dla__out_port(l, k)))
                 *port = k;
         if (*port >= 0)
             return DLA_OK;
-        if (l->nout > 1)
+        if (l->nout > 1) {
+            port_list(l, 1, l->nout, names, sizeof names);
             return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: source \"%s\": layer '%s' has "
-                                "outputs \"out\", \"hidden\"%s", fn, s, name,
-                                l->nout > 2 ? " and \"cell\"" : "");
+                                "outputs %s", fn, s, name, names);
+        }
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: source \"%s\": layer '%s' has one "
                             "output, \"out\"", fn, s, name);
     }
     if (l->nin == 0)
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: layer '%s' is an input layer: nothing "
                             "connects into it", fn, name);
-    const char *second = dla__second_input(l);
-    if (second) {
-        /* HasPaddingMaskInput: MATLAB's "in" and "mask"; crop2dLayer's
-         * "in" and "ref". */
-        if (!slash || (strcmp(slash + 1, "in") && strcmp(slash + 1, second)))
-            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: destination \"%s\": layer '%s' "
-                                "has inputs \"in\" and \"%s\"; name one (\"%s/in\")", fn, s,
-                                name, second, name);
-        *port = !strcmp(slash + 1, second);
-        return DLA_OK;
-    }
-    if (l->kind->state_ports && l->nin > 1) {
-        /* HasStateInputs: MATLAB's "in", "hidden" (and "cell"). */
+    if (dla__in_port(l, 0)) {
+        /* Named inputs: HasPaddingMaskInput's "in" and "mask", crop's and
+         * resize's "in" and "ref", HasStateInputs' "in", "hidden" (and
+         * "cell"). */
         *port = -1;
         for (int k = 0; slash && k < l->nin; k++)
-            if (!strcmp(slash + 1, dla__state_in_names[k]))
+            if (!strcmp(slash + 1, dla__in_port(l, k)))
                 *port = k;
-        if (*port < 0)
-            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: destination \"%s\": layer '%s' "
-                                "has inputs \"in\", \"hidden\"%s; name one (\"%s/in\")", fn, s,
-                                name, l->nin > 2 ? " and \"cell\"" : "", name);
-        return DLA_OK;
+        if (*port >= 0)
+            return DLA_OK;
+        port_list(l, 0, l->nin, names, sizeof names);
+        return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: destination \"%s\": layer '%s' "
+                            "has inputs %s; name one (\"%s/%s\")", fn, s, name, names, name,
+                            dla__in_port(l, 0));
     }
     if (slash) {
         char *end = NULL;

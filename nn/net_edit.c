@@ -155,7 +155,7 @@ static dla_status check_replacement(dla_net *net, int r, int n, dla_layer *const
             return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: output \"%s\" of '%s' is "
                                 "connected (to \"%s\"), but the last new layer ('%s', %s) has "
                                 "%d output%s: the outputs are reconnected by order", fn,
-                                dla__state_out_names[net->conn[k].sport], old->name,
+                                dla__out_port(old, net->conn[k].sport), old->name,
                                 net->conn[k].text[1], last->name[0] ? last->name : "unnamed",
                                 last->kind->display, last->nout, last->nout == 1 ? "" : "s");
     return DLA_OK;

@@ -229,6 +229,16 @@ typedef struct dla__layer_kind {
      * EnableReferenceInput) when optional_ref is set. */
     int ref_port;
     int optional_ref;
+    /* The names of the input ports and of the output ports of a kind
+     * whose ports are named otherwise (attentionLayer's "query", "key",
+     * "value", "mask"; its "out", "scores"), the first nin (nout) of
+     * them in use; NULL for the others. */
+    const char *const *in_names;
+    const char *const *out_names;
+    /* The number of input (output) ports for these options, for a kind
+     * not counted by the flags above; NULL for the others. */
+    int (*count_inputs)(const dla__props *p);
+    int (*count_outputs)(const dla__props *p);
     /* A recurrent kind's states (2: hidden and cell; 1: hidden): with
      * props.state_io[0] (HasStateInputs) input ports "in", "hidden"
      * ("cell"); with props.state_io[1] (HasStateOutputs) output ports
@@ -516,10 +526,17 @@ int dla__net_batchnorm_rows(const dla_net *net, int max, dla__bn_rows *out);
  * "layer/in", "layer/hidden", "layer/cell" (state inputs), allocated
  * (free with dla__nn_free); NULL when out of memory. */
 char *dla__net_port_name(const dla_layer *l, int port);
-/* The name of l's second input port when its two are "in" and a named
- * one ("mask" with HasPaddingMaskInput, "ref" of crop2dLayer and a resize
- * layer's EnableReferenceInput); NULL otherwise. */
-const char *dla__second_input(const dla_layer *l);
+/* The name of l's input port k when l has several named ones ("in" and
+ * "mask" with HasPaddingMaskInput, "in" and "ref" of a crop layer and a
+ * resize layer's EnableReferenceInput, "in", "hidden", "cell" with
+ * HasStateInputs, the kind's in_names); NULL for one input, for a kind of
+ * in1..inN and for k out of range. */
+const char *dla__in_port(const dla_layer *l, int k);
+/* The name of l's output port k: "out" (the only one, or the first),
+ * "hidden", "cell" with HasStateOutputs, or the kind's out_names; NULL
+ * for k out of range. A layer of one output is named by its name alone
+ * (dla__net_output_port_name), "layer/out" accepted as well. */
+const char *dla__out_port(const dla_layer *l, int k);
 
 /* ------------------------------------------------ recurrent state ports */
 

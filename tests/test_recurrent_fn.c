@@ -750,9 +750,9 @@ static void test_state_port_refusals_name_the_layer_and_the_input(void **state)
     expect_failed(dla_net_connect(net, "a/hidden", "g/hidden"), DLA_ERR_INVALID_ARGUMENT,
                   (const char *[]){"source \"a/hidden\": layer 'a' has one output"}, 1);
     expect_failed(dla_net_connect(net, "a", "g/cell"), DLA_ERR_INVALID_ARGUMENT,
-                  (const char *[]){"layer 'g' has inputs \"in\", \"hidden\"; name one"}, 1);
+                  (const char *[]){"layer 'g' has inputs \"in\" and \"hidden\"; name one"}, 1);
     expect_failed(dla_net_connect(net, "a", "g"), DLA_ERR_INVALID_ARGUMENT,
-                  (const char *[]){"layer 'g' has inputs \"in\", \"hidden\""}, 1);
+                  (const char *[]){"layer 'g' has inputs \"in\" and \"hidden\""}, 1);
     dla_net_free(net);
     dla_scope_end();
 }
