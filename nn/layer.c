@@ -28,7 +28,7 @@ static const dla__layer_kind *const kinds[] = {
     &dla__kind_avgpool3d, &dla__kind_gmaxpool3d, &dla__kind_gavgpool3d, &dla__kind_word_embedding,
     &dla__kind_prelu, &dla__kind_indexing1d, &dla__kind_crosschannel, &dla__kind_crop2d,
     &dla__kind_depth_to_space2d, &dla__kind_space_to_depth, &dla__kind_resize3d,
-    &dla__kind_crop3d,
+    &dla__kind_crop3d, &dla__kind_attention,
 };
 
 const dla__layer_kind *dla__layer_kind_find(const char *type)

@@ -1,6 +1,7 @@
 /*
  * layer_mask.c - MATLAB's HasPaddingMaskInput: a layer with a second
  * input, "mask", that says which steps of its input "in" are data
+ * (attentionLayer: a fourth, for its input "key")
  * (nonzero in the mask's first channel) and which are padding (0). The
  * mask has the input's layout: its format, observations and steps, any
  * number of channels. selfAttention gives padded keys no weight and the
@@ -24,15 +25,22 @@ static int fits(const dla__shape *a, const dla__shape *b)
     return 1;
 }
 
-static dla_status misfit(const dla__shape *x, const dla__shape *m)
+static dla_status misfit(const dla__shape *x, const dla__shape *m, const char *xname)
 {
     char a[256], b[256];
     dla__shape_str(x, a, sizeof a);
     dla__shape_str(m, b, sizeof b);
-    return dla__nn_fail(DLA_ERR_SHAPE, "input \"mask\" is %s \"%s\", input \"in\" %s \"%s\"; the "
-                        "padding mask needs the input's format, observations and steps (any "
-                        "channels: the first is read, nonzero for data, 0 for padding)",
-                        b, m->format, a, x->format);
+    return dla__nn_fail(DLA_ERR_SHAPE, "input \"mask\" is %s \"%s\", input \"%s\" %s \"%s\"; "
+                        "the padding mask needs the %s input's format, observations and steps "
+                        "(any channels: the first is read, nonzero for data, 0 for padding)",
+                        b, m->format, xname, a, x->format, xname);
+}
+
+dla_status dla__mask_check_formats(const dla__shape *x, const dla__shape *m, const char *xname)
+{
+    if (!dla__shape_dim(m, 'C') || strcmp(x->format, m->format))
+        return misfit(x, m, xname);
+    return DLA_OK;
 }
 
 /* At initialization the formats only: an input layer sizes itself (one
@@ -40,29 +48,29 @@ static dla_status misfit(const dla__shape *x, const dla__shape *m)
  * unconnected mask port has its own dims. */
 dla_status dla__mask_check_init(const dla_layer *l, const dla__shape *in)
 {
-    if (l->nin < 2)
-        return DLA_OK;
-    if (!dla__shape_dim(&in[1], 'C') || strcmp(in[0].format, in[1].format))
-        return misfit(&in[0], &in[1]);
-    return DLA_OK;
+    return l->nin < 2 ? DLA_OK : dla__mask_check_formats(&in[0], &in[1], "in");
 }
 
-dla_tensor *dla__mask_steps(const dla__call *c)
+dla_tensor *dla__mask_steps_of(dla_tensor *x, dla_tensor *m, const char *xname)
 {
-    dla_tensor *x = c->x[0], *m = c->x[1];
     dla__shape xs, ms;
     dla__shape_of(x, &xs);
     dla__shape_of(m, &ms);
     if (dla_tensor_status(m) != DLA_OK)
         return m;
     if (!dla__shape_dim(&ms, 'C') || !fits(&xs, &ms)) {
-        misfit(&xs, &ms);
+        misfit(&xs, &ms, xname);
         return dla__nn_error_tensor();
     }
     /* The first channel ("C" leads the canonical order), as 0/1. */
     const int cdim = (int)(strchr(ms.format, 'C') - ms.format) + 1;
     dla_tensor *first = dla_slice(m, cdim, 0, 1, 1);
     return dla_cast(dla_cast(first, DLA_BOOL), dla_tensor_dtype(x));
+}
+
+dla_tensor *dla__mask_steps(const dla__call *c)
+{
+    return dla__mask_steps_of(c->x[0], c->x[1], "in");
 }
 
 void dla__mask_unfed_hint(const dla_net *net, char *buf, size_t size)
@@ -75,7 +83,8 @@ void dla__mask_unfed_hint(const dla_net *net, char *buf, size_t size)
             continue;
         for (int k = 0; k < net->nlayers; k++) {
             const dla_layer *l = net->layers[k];
-            if (l->kind->mask_port && l->nin == 2 && strlen(l->name) == (size_t)(slash - name) &&
+            const char *last = dla__in_port(l, l->nin - 1);
+            if (last && !strcmp(last, "mask") && strlen(l->name) == (size_t)(slash - name) &&
                 !strncmp(l->name, name, (size_t)(slash - name))) {
                 snprintf(buf, size, "; the padding mask input \"%s\" is not connected: connect "
                          "a layer to it (dla_net_connect; the sequence input layer, for token "

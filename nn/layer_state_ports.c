@@ -17,8 +17,6 @@ const char *const dla__state_out_names[DLA__MAX_OUTPUTS] = {"out", "hidden", "ce
 
 int dla__kind_outputs(const dla__layer_kind *kind, const dla__props *p)
 {
-    if (kind->count_outputs)
-        return kind->count_outputs(p);
     return kind->state_ports && p->state_io[1] ? 1 + kind->state_ports : 1;
 }
 

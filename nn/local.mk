@@ -8,7 +8,7 @@ libdlaccel_la_SOURCES += \
 	nn/layer_input.c nn/layer_conv.c nn/layer_batchnorm.c nn/layer_norm.c \
 	nn/layer_activation.c nn/layer_smooth.c \
 	nn/layer_pool.c nn/layer_fc.c nn/layer_merge.c nn/layer_lstm.c nn/layer_bilstm.c nn/layer_recurrent.c nn/layer_state_ports.c \
-	nn/layer_gru.c nn/layer_attention.c nn/layer_mask.c nn/layer_position.c nn/layer_embedding.c nn/layer_prelu.c nn/layer_crosschannel.c nn/recurrent_fn.c nn/layer_indexing.c nn/layer_resize.c nn/layer_crop.c nn/layer_depth_space.c nn/ode_net.c \
+	nn/layer_gru.c nn/layer_attention.c nn/layer_mask.c nn/layer_position.c nn/layer_embedding.c nn/layer_prelu.c nn/layer_crosschannel.c nn/recurrent_fn.c nn/layer_indexing.c nn/layer_resize.c nn/layer_crop.c nn/layer_depth_space.c nn/layer_attention_cross.c nn/ode_net.c \
 	nn/net.c nn/net_edit.c nn/net_factors.c nn/net_init.c nn/net_run.c nn/net_accel.c nn/net_params.c nn/net_arch.c \
 	nn/net_summary.c nn/net_io.c nn/optim_impl.h nn/optim.c nn/optim_grad.c nn/learn_rate.c \
 	nn/optim_lbfgs.c

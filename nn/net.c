@@ -106,7 +106,7 @@ const char *dla__out_port(const dla_layer *l, int k)
 {
     if (k < 0 || k >= l->nout)
         return NULL;
-    return l->kind->out_names ? l->kind->out_names[k] : dla__state_out_names[k];
+    return dla__state_out_names[k];
 }
 
 /* "\"in\", \"hidden\" and \"cell\"": the n port names of l (inputs or

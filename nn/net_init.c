@@ -384,11 +384,13 @@ static dla_status init_layers(dla_net *net, int nexamples, dla_tensor *const *ex
          * trial takes a mask of the data's dims (init checked the format).
          * An example of 1 x 32 x 50 was refused as not fitting "in" of
          * 3 x 1 x 1, dims the caller never gave. */
-        if (l->kind->mask_port && nx == 2 && net->src[i][1] < 0 && net->src[i][0] >= 0) {
+        const char *last = nx > 1 ? dla__in_port(l, nx - 1) : NULL;
+        const int mp = nx - 1, dp = l->kind->mask_of;
+        if (last && !strcmp(last, "mask") && net->src[i][mp] < 0 && net->src[i][dp] >= 0) {
             int64_t dims[DLA_MAX_DIMS];
-            for (int d = 0; d < in[0].ndims; d++)
-                dims[d] = in[0].format[d] == 'C' ? dla__shape_dim(&in[1], 'C') : in[0].dims[d];
-            x[1] = dla_zeros(dla_tensor_dtype(x[1]), in[0].format, in[0].ndims, dims);
+            for (int d = 0; d < in[dp].ndims; d++)
+                dims[d] = in[dp].format[d] == 'C' ? dla__shape_dim(&in[mp], 'C') : in[dp].dims[d];
+            x[mp] = dla_zeros(dla_tensor_dtype(x[mp]), in[dp].format, in[dp].ndims, dims);
         }
         /* State inputs (HasStateInputs) fed by network inputs beside data
          * from a layer alike: their examples have the data's observations

@@ -229,16 +229,15 @@ typedef struct dla__layer_kind {
      * EnableReferenceInput) when optional_ref is set. */
     int ref_port;
     int optional_ref;
-    /* The names of the input ports and of the output ports of a kind
-     * whose ports are named otherwise (attentionLayer's "query", "key",
-     * "value", "mask"; its "out", "scores"), the first nin (nout) of
-     * them in use; NULL for the others. */
+    /* The names of the input ports of a kind whose ports are named
+     * otherwise (attentionLayer's "query", "key", "value", "mask"), the
+     * first nin of them in use, and the port a "mask" among them
+     * describes (mask_of); NULL for the others. */
     const char *const *in_names;
-    const char *const *out_names;
-    /* The number of input (output) ports for these options, for a kind
-     * not counted by the flags above; NULL for the others. */
+    int mask_of;
+    /* The number of input ports for these options, for a kind not
+     * counted by the flags above; NULL for the others. */
     int (*count_inputs)(const dla__props *p);
-    int (*count_outputs)(const dla__props *p);
     /* A recurrent kind's states (2: hidden and cell; 1: hidden): with
      * props.state_io[0] (HasStateInputs) input ports "in", "hidden"
      * ("cell"); with props.state_io[1] (HasStateOutputs) output ports
@@ -383,7 +382,8 @@ extern const dla__layer_kind dla__kind_image_input, dla__kind_sequence_input, dl
     dla__kind_conv3d, dla__kind_tconv3d, dla__kind_maxpool3d, dla__kind_avgpool3d,
     dla__kind_gmaxpool3d, dla__kind_gavgpool3d, dla__kind_word_embedding, dla__kind_prelu,
     dla__kind_indexing1d, dla__kind_crosschannel, dla__kind_crop2d,
-    dla__kind_depth_to_space2d, dla__kind_space_to_depth, dla__kind_resize3d, dla__kind_crop3d;
+    dla__kind_depth_to_space2d, dla__kind_space_to_depth, dla__kind_resize3d, dla__kind_crop3d,
+    dla__kind_attention;
 
 /* ------------------------------------------------------------ initializers */
 
@@ -533,7 +533,7 @@ char *dla__net_port_name(const dla_layer *l, int port);
  * in1..inN and for k out of range. */
 const char *dla__in_port(const dla_layer *l, int k);
 /* The name of l's output port k: "out" (the only one, or the first),
- * "hidden", "cell" with HasStateOutputs, or the kind's out_names; NULL
+ * "hidden", "cell" with HasStateOutputs; NULL
  * for k out of range. A layer of one output is named by its name alone
  * (dla__net_output_port_name), "layer/out" accepted as well. */
 const char *dla__out_port(const dla_layer *l, int k);
@@ -571,6 +571,11 @@ dla_status dla__mask_check_init(const dla_layer *l, const dla__shape *in);
  * error tensor (message naming the layer, the ports and both shapes) when
  * the mask does not fit the input. */
 dla_tensor *dla__mask_steps(const dla__call *c);
+/* The same for data x of the input named xname (attentionLayer's mask
+ * describes its "key"). */
+dla_tensor *dla__mask_steps_of(dla_tensor *x, dla_tensor *m, const char *xname);
+/* At initialization: the mask's format against its data's (input xname). */
+dla_status dla__mask_check_formats(const dla__shape *x, const dla__shape *m, const char *xname);
 /* For the message of a function that feeds a network one input (trainnet,
  * testnet, minibatchpredict): when one of net's inputs is a padding mask
  * port left unconnected, a clause naming it and what to do; otherwise one

@@ -5,7 +5,8 @@
 # space), and the optimizers against hand-computed
 # steps. One binary (one cmocka group) each.
 DLA_NET_TESTS = tests/test_net tests/test_net_layers tests/test_net_grad tests/test_net_io \
-	tests/test_net_edit tests/test_optim tests/test_net_mask tests/test_net_rearrange
+	tests/test_net_edit tests/test_optim tests/test_net_mask tests/test_net_rearrange \
+	tests/test_net_cross_attention
 check_PROGRAMS += $(DLA_NET_TESTS)
 TESTS += $(DLA_NET_TESTS)
 tests_test_net_SOURCES = tests/test_net.c tests/testutil.h
@@ -29,6 +30,9 @@ tests_test_net_mask_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
 tests_test_net_rearrange_SOURCES = tests/test_net_rearrange.c tests/testutil.h tests/gradcheck.h
 tests_test_net_rearrange_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_net_rearrange_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
+tests_test_net_cross_attention_SOURCES = tests/test_net_cross_attention.c tests/testutil.h tests/gradcheck.h
+tests_test_net_cross_attention_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_test_net_cross_attention_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
 tests_test_optim_SOURCES = tests/test_optim.c tests/testutil.h
 tests_test_optim_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_optim_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm

@@ -644,6 +644,34 @@ typedef struct dla_self_attention_layer_options {
 } dla_self_attention_layer_options;
 DLA_API dla_layer *dla_self_attention_layer(int64_t num_heads, int64_t num_key_channels,
                                             const dla_self_attention_layer_options *opts);
+/* MATLAB attentionLayer(numHeads): multi-head scaled dot-product
+ * attention (dla_attention) of three inputs, "name/query", "name/key" and
+ * "name/value", with no learnables: the projections are the layers that
+ * feed it (fully connected layers), so a decoder's queries can attend to
+ * an encoder's keys and values (cross-attention). The three have one
+ * format with a "C" dim, "CBT" or "CB"; queries and keys dk*h channels,
+ * values dv*h, keys and values one length; the output has the queries'
+ * format and steps and dv*h channels. Options as MATLAB's: scale 0 is
+ * "auto" (1/sqrt(dk)); attention_mask NULL/"none" or "causal" (query j
+ * sees keys 1..j; the lengths must then agree); has_padding_mask_input
+ * adds a fourth input, "name/mask", the padding mask of the keys (the
+ * key input's format, observations and steps; its first channel nonzero
+ * for data): padded keys get weight 0 and enter as zeros; a
+ * dropout_probability drops attention weights in training (forward).
+ * Not supported: HasScoresOutput. Errors: an error layer
+ * (DLA_ERR_INVALID_ARGUMENT) for NumHeads below 1, a Scale not finite, a
+ * probability outside [0, 1), another mask; at initialization
+ * DLA_ERR_FORMAT for inputs of other formats, and dla_attention's errors
+ * (channels NumHeads does not divide, lengths that differ) naming the
+ * layer. */
+typedef struct dla_attention_layer_options {
+    const char *name;
+    double scale;               /* 0: "auto" */
+    const char *attention_mask; /* NULL: "none", or "causal" */
+    int has_padding_mask_input; /* 1: a fourth input, "mask" (of the keys) */
+    double dropout_probability; /* 0 (MATLAB's default) or in (0, 1) */
+} dla_attention_layer_options;
+DLA_API dla_layer *dla_attention_layer(int64_t num_heads, const dla_attention_layer_options *opts);
 
 /* MATLAB indexing1dLayer(index): the data at the "first" (NULL, MATLAB's
  * default) or "last" index of the one "T" dim of "CBT" sequences, or of
