@@ -12,6 +12,7 @@
  * trace's); a run of misses warns once with the most frequent one.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "core/accel_advice.h"
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/scope.h"
@@ -118,6 +119,7 @@ struct dla_accel {
     long miss_counts[MISS_COUNT];
     int warned;
     int warned_stale; /* the stale-constant warning is given once */
+    char miss_advice[320]; /* dla__accel_set_miss_advice; "": the general remedy */
     char last_miss[512];
     char last_check[640]; /* room for the message and a whole 320-byte cause */
     key last_key; /* of the most recent trace used or made: misses compare to it */
@@ -554,7 +556,7 @@ static void note_call(dla_accel *af, int miss, miss_kind kind)
             if (af->miss_counts[k] > 0 && af->miss_counts[k] >= af->miss_counts[top])
                 top = k;
         af->warned = 1;
-        char advice[sizeof af->last_miss + 400];
+        char advice[sizeof af->last_miss + sizeof af->miss_advice + 400];
         /* Evictions and stale traces are no change of the calls: their
          * remedy is another. */
         if (top == MISS_FIRST)
@@ -574,8 +576,10 @@ static void note_call(dla_accel *af, int miss, miss_kind kind)
              * (counted as the change that made it new), and a larger
              * CacheSize is the remedy rather than fixed inputs. */
             snprintf(advice, sizeof advice, "the most frequent reason is a change of %s (last: "
-                     "%s). Keep it fixed between calls, or call the function itself%s",
+                     "%s). %s%s",
                      miss_names[top], af->last_miss,
+                     af->miss_advice[0] ? af->miss_advice
+                                        : "Keep it fixed between calls, or call the function itself",
                      af->nentries >= af->cache_size
                          ? "; or, if the calls cycle through more input patterns than the "
                            "full cache holds, raise CacheSize (dla_accel_set_cache_size)"
@@ -1205,6 +1209,15 @@ DLA_API void dla_accel_set_enabled(dla_accel *af, int enabled)
 {
     if (af && accel_live(af, "dla_accel_set_enabled"))
         __atomic_store_n(&af->enabled, enabled != 0, __ATOMIC_RELAXED);
+}
+
+void dla__accel_set_miss_advice(dla_accel *af, const char *advice)
+{
+    if (!af || !accel_live(af, "dla__accel_set_miss_advice"))
+        return;
+    pthread_mutex_lock(&af->lock);
+    snprintf(af->miss_advice, sizeof af->miss_advice, "%s", advice ? advice : "");
+    pthread_mutex_unlock(&af->lock);
 }
 
 DLA_API int dla_accel_enabled(const dla_accel *af)

@@ -36,7 +36,7 @@ libdlaccel_la_SOURCES = \
 	core/op.h core/ops.h core/ops_broadcast.c \
 	core/hooks.c core/hooks.h core/op_run.c \
 	core/tape.c core/tape.h core/feval.c core/gradient.c core/derivatives.c core/attention.c core/attention.h core/resize.c \
-	core/trace.h core/trace_record.c core/trace_replay.c core/trace_api.c core/accel.c \
+	core/trace.h core/trace_record.c core/trace_replay.c core/trace_api.c core/accel.c core/accel_advice.h \
 	core/op_registry.c core/trace_file.c core/crc32c.c core/crc32c.h \
 	core/ops_loss.c core/ops_ctc.c core/ops_embed.c core/ops_onehot.c core/ops_shape.c core/ops_compare.c \
 	core/ops_nn.h core/ops_activation.c core/ops_crosschannel.c core/ops_norm.c core/ops_norm_grad.c core/ops_pool.c core/ops_dropout.c core/ops_fc.c \

@@ -92,6 +92,14 @@ static dla_status check_one(const dla_learn_rate_schedule *s, long long ipe, int
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: period %d must not be negative", fn,
                             s->period);
     if (!strcmp(m, "piecewise") || !strcmp(m, "exponential")) {
+        /* piecewiseLearnRate's and exponentialLearnRate's Period may be
+         * given in either field (drop_period: trainingOptions'
+         * LearnRateDropPeriod; period: the objects' Period, as every
+         * other schedule's); two different values are two answers. */
+        if (s->drop_period && s->period && s->drop_period != s->period)
+            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: method \"%s\": drop_period %d "
+                                "and period %d: both are its Period; give one", fn, m,
+                                s->drop_period, s->period);
         /* NaN, or above 1 (the rate would grow each period). */
         if (!(s->drop_factor <= 1))
             return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT,
@@ -179,7 +187,7 @@ static double factor_at(const dla_learn_rate_schedule *s, long long k, long long
     if (is(s, "piecewise") || is(s, "exponential")) {
         /* 0: the default 0.1; negative: 0 itself. */
         const double drop = s->drop_factor == 0 ? 0.1 : s->drop_factor < 0 ? 0 : s->drop_factor;
-        const int period = s->drop_period ? s->drop_period : 10;
+        const int period = s->drop_period ? s->drop_period : s->period ? s->period : 10;
         /* pow(0, 0) is 1: a drop to 0 leaves the first period whole. */
         return pow(drop, is(s, "piecewise") ? (double)(k / period) : (double)k / period);
     }

@@ -13,6 +13,7 @@
  */
 #include "nn/nn.h"
 
+#include "core/accel_advice.h"
 #include "core/scope.h"
 
 #include <stdio.h>
@@ -220,8 +221,18 @@ static size_t run_key(void *ctxp, void *buf, size_t size)
 dla_accel *dla__net_make_accel(dla_net *net)
 {
     dla_accel *af = dla_accelerate(run, &(dla_accel_options){.name = "dla_net", .key = run_key});
-    if (af)
+    if (af) {
         dla_accel_set_enabled(af, net->accelerate);
+        /* The inputs are the caller's data (trainnet's mini-batches, padded
+         * to each one's longest sequence) and the function is the
+         * network's: the general remedy, to keep them fixed or call the
+         * function itself, is none a caller can take. */
+        dla__accel_set_miss_advice(af, "The network records a trace for each input size it is "
+                                       "given (sequences padded to another length, a smaller "
+                                       "last mini-batch): pad to a few lengths (trainnet's "
+                                       "SequenceLength as a number), or run its layers without "
+                                       "traces: dla_net_set_accelerate(net, 0)");
+    }
     return af;
 }
 

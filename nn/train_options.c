@@ -291,7 +291,13 @@ static dla_status resolve_minibatch(dla_training_options *o)
         return dla_set_error(DLA_ERR_INVALID_ARGUMENT, "dla_training_options: %s", msg);
     }
     s->drop_factor = s->drop_factor == 0 ? 0.1 : s->drop_factor < 0 ? -1 : s->drop_factor;
-    s->drop_period = s->drop_period ? s->drop_period : 10;
+    /* piecewiseLearnRate's Period may come as `period` (checked above to
+     * agree with drop_period when both are set); both hold it resolved,
+     * so the resolved schedule reads as the one given. */
+    const int drops = !strcmp(s->method, "piecewise") || !strcmp(s->method, "exponential");
+    s->drop_period = s->drop_period ? s->drop_period : drops && s->period ? s->period : 10;
+    if (drops)
+        s->period = s->drop_period;
     const int cyclical = !strcmp(s->method, "cyclical"), warmup = !strcmp(s->method, "warmup");
     const int by_iter = s->frequency_unit ? !strcmp(s->frequency_unit, "iteration") : warmup;
     s->frequency_unit = by_iter ? "iteration" : "epoch";

@@ -429,6 +429,49 @@ static void schedules_drop_piecewise_and_warm_up(void **state)
     assert_true(r.learn_rate_schedule.drop_factor == 0.1);
 }
 
+/* piecewiseLearnRate's and exponentialLearnRate's Period is `period` as
+ * well as `drop_period` (the struct's field of every other schedule
+ * object's Period). Before, `period` was ignored for them: Period 2 set
+ * there dropped every 10 steps, in silence. */
+static void piecewise_and_exponential_take_their_period_either_way(void **state)
+{
+    (void)state;
+    dla_learn_rate_schedule pw = {.method = "piecewise", .drop_factor = 0.5, .period = 2};
+    assert_true(dla_learn_rate_at(&pw, 0.1, 2, 9) == 0.1);
+    tu_assert_near(dla_learn_rate_at(&pw, 0.1, 3, 9), 0.05, 1e-15);
+    tu_assert_near(dla_learn_rate_at(&pw, 0.1, 5, 9), 0.025, 1e-15);
+    dla_learn_rate_schedule ex = {.method = "exponential", .drop_factor = 0.25, .period = 2,
+                                  .frequency_unit = "iteration"};
+    tu_assert_near(dla_learn_rate_at(&ex, 1, 1, 2), 0.5, 1e-15);
+    tu_assert_near(dla_learn_rate_at(&ex, 1, 1, 5), 0.0625, 1e-15);
+    /* The same value in both is the same schedule; two values are refused. */
+    pw.drop_period = 2;
+    tu_assert_near(dla_learn_rate_at(&pw, 0.1, 3, 9), 0.05, 1e-15);
+    pw.drop_period = 3;
+    assert_true(isnan(dla_learn_rate_at(&pw, 0.1, 3, 9)));
+    assert_non_null(strstr(dla_last_error(), "dla_learn_rate_at: method \"piecewise\": "
+                                             "drop_period 3 and period 2"));
+    /* trainingOptions: resolved to LearnRateDropPeriod 2, shown so, and
+     * trained so. */
+    dla_training_options o = {.learn_rate_schedule = {.method = "piecewise", .drop_factor = 0.5,
+                                                      .period = 2}},
+                         r;
+    assert_int_equal(dla_training_options_resolve(&o, &r), DLA_OK);
+    assert_int_equal(r.learn_rate_schedule.drop_period, 2);
+    tu_assert_near(dla_learn_rate_at(&r.learn_rate_schedule, 0.1, 3, 9), 0.05, 1e-15);
+    char text[4096];
+    assert_true(dla_training_options_describe(&o, text, sizeof text) > 0);
+    assert_non_null(strstr(text, "LearnRateDropPeriod: 2\n"));
+    o.learn_rate_schedule.drop_period = 4;
+    assert_int_equal(dla_training_options_resolve(&o, &r), DLA_ERR_INVALID_ARGUMENT);
+    assert_non_null(strstr(dla_last_error(), "drop_period 4 and period 2"));
+    /* Resolved options stay valid for the schedule code itself. */
+    o.learn_rate_schedule = (dla_learn_rate_schedule){.method = "piecewise", .drop_period = 3};
+    o.max_epochs = 7;
+    assert_int_equal(dla_training_options_resolve(&o, &r), DLA_OK);
+    tu_assert_near(dla_learn_rate_at(&r.learn_rate_schedule, 1, 4, 1), 0.1, 1e-15);
+}
+
 /* A one-cycle schedule of one's own: up for two epochs, then down; NaN
  * from epoch ctx on. */
 static double one_cycle(void *ctx, double initial, int epoch, int iteration)
@@ -1010,6 +1053,7 @@ int main(void)
         TU_TEST(norm_clipping_scales_huge_double_gradients),
         TU_TEST(gradients_and_states_of_other_dims_are_refused),
         TU_TEST(schedules_drop_piecewise_and_warm_up),
+        TU_TEST(piecewise_and_exponential_take_their_period_either_way),
         TU_TEST(decaying_schedules_follow_their_formulas),
         TU_TEST(a_schedule_function_gives_the_rate),
         TU_TEST(cyclical_rises_and_falls_each_period),

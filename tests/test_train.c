@@ -1444,6 +1444,59 @@ static void a_bilstm_network_trains_on_sequences(void **state)
     dla_tensor_release(t);
 }
 
+/* trainnet on sequences of varying length, MATLAB's usual workflow: each
+ * new length records a trace of the network's own accelerated forward,
+ * and a run of them warned "Keep it fixed between calls, or call the
+ * function itself", which a trainnet caller (or a custom loop's) cannot
+ * do: the lengths are the data's, and the function is the network's. The
+ * warning names the network and what can be done. */
+static void the_network_cache_warning_names_what_a_caller_can_do(void **state)
+{
+    (void)state;
+    dla_seqlist *s = dla_seqlist_create(2);
+    int32_t lab[12];
+    for (int i = 0; i < 12; i++) {
+        float v[2 * 12];
+        for (int k = 0; k < 2 * (i + 1); k++)
+            v[k] = (float)sin(0.3 * k + i);
+        assert_int_equal(dla_seqlist_append(s, v, i + 1), DLA_OK);
+        lab[i] = i % 2;
+    }
+    dla_tensor *t = dla_tensor_from_host(lab, DLA_I32, "", DLA_DIMS(1, 12));
+    dla_net *net = drift_classifier(dla_lstm_layer(3, &(dla_lstm_layer_options){.output_mode = "last"}));
+    dla_net *trained = NULL;
+    dla_train_data d = {.sequences = s, .targets = t};
+    dla_training_options o = quiet();
+    o.max_epochs = 1;
+    o.mini_batch_size = 1;
+    o.shuffle = "never";
+    fflush(stderr);
+    char path[] = "/tmp/dla_train_warnXXXXXX";
+    int fd = mkstemp(path), saved = dup(2);
+    assert_true(fd >= 0 && saved >= 0);
+    dup2(fd, 2);
+    dla_status st = dla_trainnet(&d, net, &(dla_train_loss){.name = "crossentropy"}, &o, &trained, NULL);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char log[8192] = "";
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    log[fread(log, 1, sizeof log - 1, f)] = '\0';
+    fclose(f);
+    close(fd);
+    unlink(path);
+    assert_int_equal(st, DLA_OK);
+    const char *w = strstr(log, "dla_net: ");
+    if (!w || !strstr(w, "missed the cache") || !strstr(w, "dla_net_set_accelerate(net, 0)") ||
+        strstr(w, "call the function itself"))
+        fail_msg("the warning: %s", log);
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_seqlist_free(s);
+    dla_tensor_release(t);
+}
+
 /* OutputNetwork "best-validation" on a recurrent network: the copy
  * taken at the best validation held the LSTM state of the training
  * batch then (one column per sequence of it), which the returned
@@ -4030,6 +4083,7 @@ int main(void)
         TU_TEST(a_network_of_two_outputs_is_refused_naming_them),
         TU_TEST(accuracy_of_one_channel_thresholds_at_a_half),
         TU_TEST(trainnet_updates_are_matlabs_formulas_by_hand),
+        TU_TEST(the_network_cache_warning_names_what_a_caller_can_do),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

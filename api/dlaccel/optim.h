@@ -344,7 +344,10 @@ typedef struct dla_learn_rate_schedule {
      * asked for with a negative number, as trainingOptions' other "zero
      * is also a value" fields (train.h). */
     double drop_factor;
-    int drop_period;    /* steps; 0: 10 (LearnRateDropPeriod, Period); >= 0 */
+    /* steps; 0: 10 (LearnRateDropPeriod, Period); >= 0. "piecewise" and
+     * "exponential" also take their Period from `period` below (as the
+     * other schedule objects do) when this is 0; both set must agree. */
+    int drop_period;
     /* A linear warm-up over the first warmup_iterations iterations of
      * training (0: none), from warmup_start_factor (0 by default, >= 0)
      * times the rate to the full rate, MULTIPLYING the schedule of the
