@@ -17,6 +17,7 @@
 #include "core/scope.h"
 #include "core/handle.h"
 #include "core/log.h"
+#include "core/op.h"
 #include "core/tape.h"
 #include "core/tensor.h"
 #include "core/trace.h"
@@ -945,16 +946,25 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
         return st;
     }
     /* Disabled, or inside another recording (then the ops go inline into
-     * that trace): the function itself. */
-    if (!dla_accel_enabled(af) || dla__trace_recording()) {
+     * that trace), or inside an op's forward (a custom layer's with a
+     * backward of its own, dla_ode45's "adjoint" solve): the function
+     * itself. The ops a forward runs are part of its op and are announced
+     * to no one, so a recording there saw none: the trace held no ops and
+     * baked the first call's results as constants, and every replay gave
+     * them back whatever the inputs (until 2026-11-29: an adjoint solve
+     * whose slope function was accelerated integrated the first slope). */
+    const int in_forward = dla__in_forward();
+    if (!dla_accel_enabled(af) || dla__trace_recording() || in_forward) {
         /* Not served by a trace, and not counted: the reason says so
          * (until 2026-11-29 it kept the last counted call's, "" after a
          * hit, which reads "served by a trace"). */
         pthread_mutex_lock(&af->lock);
         snprintf(af->last_miss, sizeof af->last_miss, "%s",
                  !dla_accel_enabled(af) ? "Enabled is false: the function ran itself"
-                                        : "called while another accelerated function records: "
-                                          "the function ran inline, into that trace");
+                 : in_forward ? "called inside an op's forward (a custom layer's, an adjoint "
+                                "dla_ode45's): the function ran itself, as part of that op"
+                              : "called while another accelerated function records: "
+                                "the function ran inline, into that trace");
         pthread_mutex_unlock(&af->lock);
         st = run_eager(af, ctx, grad, nin, in, nout, out);
         for (int i = 0; i < nout; i++)
