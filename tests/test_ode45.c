@@ -373,6 +373,53 @@ static void test_a_network_as_the_right_hand_side(void **state)
     dla_scope_end();
 }
 
+/* The same, "adjoint" first on a network of its own (each in a dla_feval
+ * and plain). The network's forward runs through its own accelerated
+ * function, here inside the adjoint op's forward, whose ops no recorder
+ * hears: the first call recorded a trace without ops that baked that
+ * call's slope as a constant, every later slope of the solve was that one,
+ * and the network kept the trace: the solution and gradients were wrong,
+ * and so were later "direct" solves of that network. The test above ran
+ * "direct" first, whose trace the adjoint solve then replayed. */
+static void test_an_adjoint_solve_first_on_a_network_is_the_functions(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *in[6];
+    network_inputs(in);
+    in[5] = dla_randn(DLA_F64, "CBT", DLA_DIMS(2, 3, 2));
+    static const double tspan[2] = {0, 1};
+    dla_tensor *want = dla_ode45(network, NULL, 2, tspan, in[0], 4, in + 1, NULL);
+    dla_tensor *by_fn[5];
+    assert_int_equal(dla_feval(net_or_fn_loss, &(net_case){NULL, "adjoint"}, 6, in, 5, by_fn),
+                     DLA_OK);
+    for (int k = 0; k < 2; k++) {
+        dla_net *net = network_net(in + 1);
+        dla_tensor *got[5];
+        if (k == 0) {
+            assert_int_equal(dla_feval(net_or_fn_loss, &(net_case){net, "adjoint"}, 6, in, 5, got),
+                             DLA_OK);
+            for (int i = 0; i < 5; i++)
+                for (int64_t e = 0; e < dla_tensor_numel(by_fn[i]); e++)
+                    if (!tu_close(at(got[i], e), at(by_fn[i], e), 1e-9))
+                        fail_msg("in dla_feval, output %d, element %lld: network %.12g, "
+                                 "function %.12g", i, (long long)e, at(got[i], e),
+                                 at(by_fn[i], e));
+        }
+        const char *modes[2] = {"adjoint", "direct"}; /* direct: replays the network's trace */
+        for (int m = 0; m < 2; m++) {
+            dla_tensor *y = dla_ode45_net(net, 2, tspan, in[0],
+                                          &(dla_ode_options){.gradient_mode = modes[m]});
+            for (int64_t e = 0; e < dla_tensor_numel(want); e++)
+                if (!tu_close(at(y, e), at(want, e), 1e-9))
+                    fail_msg("network %d, plain %s solve, element %lld: %.12g, want %.12g", k,
+                             modes[m], (long long)e, at(y, e), at(want, e));
+        }
+        dla_net_free(net);
+    }
+    dla_scope_end();
+}
+
 /* Second derivatives through the recorded stages (the steps stay
  * constants): d2/da2 of y0 e^(a T) is T^2 y0 e^(a T). */
 static dla_status second_derivative(void *ctx, int nin, dla_tensor *const *in, int nout,
@@ -758,6 +805,7 @@ int main(void)
         TU_TEST(test_adjoint_of_a_slope_that_ignores_y),
         TU_TEST(test_a_tensor_given_as_two_thetas_has_one_gradient),
         TU_TEST(test_a_network_as_the_right_hand_side),
+        TU_TEST(test_an_adjoint_solve_first_on_a_network_is_the_functions),
         TU_TEST(test_network_gradients_match_finite_differences),
         TU_TEST(test_second_derivatives_through_the_stages),
         TU_TEST(test_a_replay_on_the_same_values_gives_eager_bits),
