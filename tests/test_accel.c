@@ -1434,8 +1434,9 @@ static void test_a_call_that_runs_the_function_itself_says_why(void **state)
  * there saw none: the trace held no ops, the first call's slope was
  * baked into it as a constant, and every replay handed that back: the
  * solve integrated y' = -theta .* y0 to y0 - theta .* y0 = (0.5, 0) at
- * t = 1 instead of y0 .* exp(-theta). Such calls run the function itself,
- * uncounted, and say why. */
+ * t = 1 instead of y0 .* exp(-theta). Such calls record nothing: a miss
+ * runs the function itself, uncounted, and says why; a trace recorded
+ * outside (a "direct" solve's) is replayed there. */
 static dla_accel *slope_af;
 static dla_status decay_slope(void *ctx, int nin, dla_tensor *const *in, int nout,
                               dla_tensor **out)
@@ -1459,24 +1460,28 @@ static void test_an_accelerated_function_inside_an_ops_forward_runs_itself(void 
     dla_tensor *y0 = dla_tensor_from_host((double[]){1, 2}, DLA_F64, "", DLA_DIMS(2));
     dla_tensor *theta = dla_tensor_from_host((double[]){0.5, 1}, DLA_F64, "", DLA_DIMS(2));
     const double want[2] = {exp(-0.5), 2 * exp(-1.0)};
-    static const char *const modes[2] = {"direct", "adjoint"};
-    for (int m = 0; m < 2; m++) {
-        slope_af = dla_accelerate(decay_slope, NULL);
+    /* adjoint first: nothing recorded; direct records; adjoint replays */
+    static const char *const modes[3] = {"adjoint", "direct", "adjoint"};
+    slope_af = dla_accelerate(decay_slope, NULL);
+    for (int m = 0; m < 3; m++) {
         dla_tensor *y = dla_ode45(accelerated_rhs, NULL, 2, (const double[]){0, 1}, y0, 1, &theta,
                                   &(dla_ode_options){.gradient_mode = modes[m]});
         if (dla_tensor_status(y) != DLA_OK)
-            fail_msg("%s: %s", modes[m], dla_tensor_error(y));
+            fail_msg("%s (%d): %s", modes[m], m, dla_tensor_error(y));
         for (int i = 0; i < 2; i++)
             if (!(fabs(dla_tensor_item(y, i) - want[i]) <= 1e-3))
-                fail_msg("%s: y(1) element %d is %g, want %g", modes[m], i,
+                fail_msg("%s (%d): y(1) element %d is %g, want %g", modes[m], m, i,
                          dla_tensor_item(y, i), want[i]);
-        if (m == 1) {
+        if (m == 0) {
             if (!strstr(dla_accel_last_miss(slope_af), "inside an op's forward"))
                 fail_msg("the last miss says: \"%s\"", dla_accel_last_miss(slope_af));
             assert_int_equal(dla_accel_occupancy(slope_af), 0); /* nothing recorded */
+            assert_true(dla_accel_hit_rate(slope_af) == 0.0);    /* nor counted */
+        } else if (m == 2) {
+            assert_string_equal(dla_accel_last_miss(slope_af), ""); /* a hit */
         }
-        dla_accel_free(slope_af);
     }
+    dla_accel_free(slope_af);
     dla_scope_end();
 }
 
