@@ -18,6 +18,7 @@
 #include "core/scope.h"
 #include "core/handle.h"
 #include "core/log.h"
+#include "core/op.h"
 #include "core/tape.h"
 #include "core/tensor.h"
 #include "core/trace.h"
@@ -948,6 +949,15 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
             out[i] = dla__return(dla__error_tensor());
         return st;
     }
+    /* Inside an op's forward (a custom layer's with a backward of its
+     * own, dla_ode45's "adjoint" solve) a trace is replayed, but none is
+     * recorded: the ops a forward runs are part of its op and are
+     * announced to no one, so a recording there saw none, held no ops and
+     * baked the first call's results as constants, and every replay gave
+     * them back whatever the inputs (until 2026-11-29: an adjoint solve
+     * whose slope function was accelerated integrated the first slope).
+     * A miss there runs the function itself, uncounted. */
+    const int in_forward = dla__in_forward();
     /* Disabled, or inside another recording (then the ops go inline into
      * that trace): the function itself. */
     if (!dla_accel_enabled(af) || dla__trace_recording()) {
@@ -1005,6 +1015,11 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
          * against the score docs/accelerate.md gives. */
         touch(af, hit_at);
         key_copy(&af->last_key, &k);
+    } else if (in_forward) {
+        snprintf(af->last_miss, sizeof af->last_miss, "%s",
+                 "called inside an op's forward (a custom layer's, an adjoint dla_ode45's) "
+                 "with no trace for its key: the function ran itself, as part of that op, "
+                 "and no trace was recorded");
     } else {
         miss_kind kind = MISS_FIRST;
         char why[400];
@@ -1096,6 +1111,9 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
         entry_release(hit);
         pthread_mutex_unlock(&af->lock);
         key_free(&k);
+    } else if (in_forward) {
+        key_free(&k);
+        st = run_eager(af, ctx, grad, nin, in, nout, out);
     } else {
         /* Record while running eagerly: the function gets fresh handles
          * for in[] (alias_inputs) and ctx as given; the ctx kind's tensors

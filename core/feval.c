@@ -34,6 +34,10 @@ DLA_API dla_status dla_feval(dla_function fn, void *ctx, int nin, dla_tensor *co
      * then closed the caller's scope under it. */
     dla_status scope;
     const int mark = dla__scope_open_guarded(&scope);
+    /* Opened inside an op's forward, it records the ops run directly in
+     * it (until 2026-11-29 none: dla_gradient in it said "called outside
+     * dla_feval"). */
+    const int outer_base = dla__feval_base_swap(dla__forward_depth());
     dla__tape_push(&tape);
     const unsigned long said = dla__fail_count();
     dla_status st = scope == DLA_OK ? fn(ctx, nin, in, nout, out) : scope;
@@ -60,6 +64,7 @@ DLA_API dla_status dla_feval(dla_function fn, void *ctx, int nin, dla_tensor *co
         }
     }
     dla__tape_pop();
+    dla__feval_base_swap(outer_base);
     dla__scope_close_guarded(mark);
     for (int i = 0; i < nout; i++) {
         out[i] = dla__return(out[i]);

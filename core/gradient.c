@@ -853,6 +853,17 @@ static dla_status gradient_run(dla_tensor *loss, int nwrt, dla_tensor *const *wr
     if (nwrt < 0 || (nwrt && (!wrt || !grads)))
         return dla__fail(DLA_ERR_INVALID_ARGUMENT, "%s: argument wrt: %d tensors", op, nwrt);
     dla__tape *tape = dla__tape_current();
+    if (tape && !dla__recording() && dla__forward_depth() != dla__feval_base()) {
+        /* Under a tape, but inside an op's forward, whose ops belong to
+         * that op and are on no tape: "outside dla_feval" was not true. */
+        dla__fail(DLA_ERR_STATE, "%s: called inside the forward of an op (a custom layer's with "
+                  "a backward of its own, an \"adjoint\" dla_ode45's slope), whose ops are on "
+                  "no tape: a dla_feval opened there records its own, but its results are "
+                  "constants to the caller's gradient (a dla_ode45 slope that takes gradients "
+                  "needs gradient_mode \"direct\")", op);
+        fail_grads(nwrt, grads);
+        return DLA_ERR_STATE;
+    }
     if (!tape || !dla__recording()) {
         dla__fail(DLA_ERR_STATE, "%s: called outside dla_feval; gradients need the tape that "
                   "dla_feval records", op);

@@ -14,7 +14,8 @@ static unsigned events_of(const dla__observer *o)
 {
     return (o->storage_made || o->storage_freed ? DLA__HEAR_STORAGE : 0u) |
            (o->launch ? DLA__HEAR_LAUNCH : 0u) | (o->transfer ? DLA__HEAR_TRANSFER : 0u) |
-           (o->op_ran ? DLA__HEAR_OP_RAN : 0u) | (o->host_read ? DLA__HEAR_HOST_READ : 0u);
+           (o->op_ran ? DLA__HEAR_OP_RAN : 0u) | (o->host_read ? DLA__HEAR_HOST_READ : 0u) |
+           (o->op_ran_nested ? DLA__HEAR_OP_NESTED : 0u);
 }
 
 static void recount(void)
@@ -109,6 +110,20 @@ dla_status dla__hooks_op_ran(const struct dla__op *op, const void *attrs, size_t
         if (!o->op_ran)
             continue;
         dla_status st = o->op_ran(o, op, attrs, attrs_size, nin, in, out, saved);
+        if (st != DLA_OK)
+            return st;
+    }
+    return DLA_OK;
+}
+
+dla_status dla__hooks_op_ran_nested(const struct dla__op *op, const void *attrs,
+                                    size_t attrs_size, int nin, dla_tensor *const *in,
+                                    dla_tensor *const *out, dla_tensor *const *saved)
+{
+    EACH(o, n) {
+        if (!o->op_ran_nested)
+            continue;
+        dla_status st = o->op_ran_nested(o, op, attrs, attrs_size, nin, in, out, saved);
         if (st != DLA_OK)
             return st;
     }

@@ -46,6 +46,14 @@ struct dla__observer {
     dla_status (*op_ran)(dla__observer *self, const struct dla__op *op, const void *attrs,
                          size_t attrs_size, int nin, dla_tensor *const *in,
                          dla_tensor *const *out, dla_tensor *const *saved);
+    /* An op ran inside another op's forward, directly in a dla_feval that
+     * forward opened (dla__feval_base, core/op.h): to the tape of that
+     * feval it is outermost, to everyone else part of the enclosing op.
+     * Only the tape listens; as op_ran otherwise. */
+    dla_status (*op_ran_nested)(dla__observer *self, const struct dla__op *op,
+                                const void *attrs, size_t attrs_size, int nin,
+                                dla_tensor *const *in, dla_tensor *const *out,
+                                dla_tensor *const *saved);
     /* The user's code (not an op's forward) reads x on the host. */
     void (*host_read)(dla__observer *self, const dla_tensor *x);
     /* hooks.c's own. */
@@ -60,6 +68,7 @@ enum {
     DLA__HEAR_TRANSFER = 1u << 2,
     DLA__HEAR_OP_RAN = 1u << 3,
     DLA__HEAR_HOST_READ = 1u << 4,
+    DLA__HEAR_OP_NESTED = 1u << 5,
 };
 extern _Thread_local unsigned dla__hooks_heard;
 
@@ -86,6 +95,9 @@ void dla__hooks_transfer(void);
 dla_status dla__hooks_op_ran(const struct dla__op *op, const void *attrs, size_t attrs_size,
                              int nin, dla_tensor *const *in, dla_tensor *const *out,
                              dla_tensor *const *saved);
+dla_status dla__hooks_op_ran_nested(const struct dla__op *op, const void *attrs,
+                                    size_t attrs_size, int nin, dla_tensor *const *in,
+                                    dla_tensor *const *out, dla_tensor *const *saved);
 void dla__hooks_host_read(const dla_tensor *x);
 
 /* Nonzero when an observer on this thread listens to any of events (a

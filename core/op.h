@@ -212,6 +212,18 @@ dla_status dla__run_op(const dla__op *op, const void *attrs, size_t attrs_size, 
 /* Nonzero while an op's forward runs on this thread (its inner ops and host
  * reads belong to the op). */
 int dla__in_forward(void);
+/* How many op forwards are running on this thread, one inside another. */
+int dla__forward_depth(void);
+/* The forward depth the innermost dla_feval opened at (0 outside any);
+ * dla_feval sets it with dla__feval_base_swap (which returns the one it
+ * replaces) and restores it. Ops run at that depth inside a forward are
+ * announced to that feval's tape alone (hooks.h, op_ran_nested). */
+int dla__feval_base(void);
+int dla__feval_base_swap(int base);
+/* Nonzero when an op run now is announced to someone: outside forwards
+ * to whoever hears op_ran, directly in a dla_feval a forward opened to
+ * its tape. (A replay then runs op by op, for them to record.) */
+int dla__ops_announced(void);
 
 /* The device the innermost dla_trace_replay on this thread runs on; NULL
  * outside one. A loaded trace's moves to "the replay device" go there (to

@@ -18,11 +18,35 @@
  * on the tape and in traces alike. */
 static _Thread_local int forward_depth;
 
+/* The forward depth the innermost dla_feval opened at (0 outside any, and
+ * for a feval outside every forward). A feval an op's forward opens (a
+ * custom layer's forward computing a gradient, the slope of an "adjoint"
+ * dla_ode45 taking one) records the ops run directly in it: they are
+ * outermost to its tape, and part of the enclosing op to everyone else. */
+static _Thread_local int feval_base;
+
 /* The device of the innermost dla_trace_replay on this thread, and the
  * device its trace was recorded on. */
 static _Thread_local dla_device *replay_device, *replay_from;
 
 int dla__in_forward(void) { return forward_depth > 0; }
+
+int dla__forward_depth(void) { return forward_depth; }
+
+int dla__feval_base(void) { return feval_base; }
+
+int dla__feval_base_swap(int base)
+{
+    const int outer = feval_base;
+    feval_base = base;
+    return outer;
+}
+
+int dla__ops_announced(void)
+{
+    return forward_depth == 0 ? dla__hooks_hear(DLA__HEAR_OP_RAN)
+                              : forward_depth == feval_base && dla__hooks_hear(DLA__HEAR_OP_NESTED);
+}
 
 dla_device *dla__replay_device(void) { return replay_device; }
 
@@ -73,6 +97,9 @@ dla_status dla__run_op(const dla__op *op, const void *attrs, size_t attrs_size, 
     forward_depth--;
     if (st == DLA_OK && forward_depth == 0 && dla__hooks_hear(DLA__HEAR_OP_RAN))
         st = dla__hooks_op_ran(op, attrs, attrs_size, nin, in, out, saved);
+    else if (st == DLA_OK && forward_depth > 0 && forward_depth == feval_base &&
+             dla__hooks_hear(DLA__HEAR_OP_NESTED))
+        st = dla__hooks_op_ran_nested(op, attrs, attrs_size, nin, in, out, saved);
     if (st != DLA_OK) {
         for (int i = 0; i < op->nout; i++) {
             dla_tensor_release(out[i]);

@@ -500,7 +500,12 @@ static void backward_per_channel(const dla__node *n, const norm_geom *g, dla_ten
     dla__norm_sums(g5, x5, g->red, &sg, &sgx);
     /* sum(g .* (x - mu)) */
     dla_tensor *dot = dla_sub(sgx, dla_mul(mu, sg));
-    if (n->need[0]) {
+    /* With an empty batch x's gradient is empty: made from g alone, not
+     * through p, q and r, whose NaN statistics a recorded sweep would
+     * differentiate into the scale's second derivative (0 .* NaN). */
+    if (n->need[0] && g->n == 0)
+        gin[0] = like(dla_affine(g5, 0.0, 0.0), n->in[0]);
+    else if (n->need[0]) {
         double inv_n = 1.0 / (double)g->n;
         dla_tensor *p = dla_mul(istd, scale);
         /* q = -istd^3 scale dot / N, r = -istd scale sg / N - q mu */

@@ -625,7 +625,7 @@ int dla__plan_replay(const dla__trace *t, dla_tensor *const *in, dla_tensor **ou
 {
     /* Ops run now are recorded (a tape or an outer trace hears them through
      * the hooks): they must run as ops. */
-    if (!plans_enabled() || (dla__hooks_hear(DLA__HEAR_OP_RAN) && !dla__in_forward()))
+    if (!plans_enabled() || dla__ops_announced())
         return 0;
     dla_device *dev = t->nin ? in[0]->storage->device : dla_device_current();
     if (!dev)

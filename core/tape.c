@@ -34,7 +34,7 @@ static void listen_if_recording(void)
 {
     const int want = innermost != NULL && paused == 0;
     if (want && !listening) {
-        listener = (dla__observer){.op_ran = record};
+        listener = (dla__observer){.op_ran = record, .op_ran_nested = record};
         dla__hooks_subscribe(&listener);
     } else if (!want && listening) {
         dla__hooks_unsubscribe(&listener);
@@ -44,7 +44,13 @@ static void listen_if_recording(void)
 
 dla__tape *dla__tape_current(void) { return innermost; }
 
-int dla__recording(void) { return innermost != NULL && paused == 0 && !dla__in_forward(); }
+/* Ops run directly in the innermost feval are recorded: outside every
+ * forward, or in a feval an op's forward opened (at that forward depth),
+ * not inside the forward of an op run there (they belong to that op). */
+int dla__recording(void)
+{
+    return innermost != NULL && paused == 0 && dla__forward_depth() == dla__feval_base();
+}
 
 void dla__tape_context(int *depth, int *pauses)
 {

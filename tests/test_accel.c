@@ -1428,6 +1428,63 @@ static void test_a_call_that_runs_the_function_itself_says_why(void **state)
     dla_accel_free(af);
 }
 
+/* An accelerated function called inside an op's forward: here the slope
+ * of an "adjoint" dla_ode45, whose forward solve is one op. The ops a
+ * forward runs are part of its op and announced to no one, so a recording
+ * there saw none: the trace held no ops, the first call's slope was
+ * baked into it as a constant, and every replay handed that back: the
+ * solve integrated y' = -theta .* y0 to y0 - theta .* y0 = (0.5, 0) at
+ * t = 1 instead of y0 .* exp(-theta). Such calls record nothing: a miss
+ * runs the function itself, uncounted, and says why; a trace recorded
+ * outside (a "direct" solve's) is replayed there. */
+static dla_accel *slope_af;
+static dla_status decay_slope(void *ctx, int nin, dla_tensor *const *in, int nout,
+                              dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = dla_neg(dla_mul(in[1], in[0]));
+    return DLA_OK;
+}
+static dla_tensor *accelerated_rhs(double t, dla_tensor *y, int ntheta, dla_tensor *const *theta,
+                                   void *ctx)
+{
+    (void)t, (void)ntheta, (void)ctx;
+    dla_tensor *s;
+    dla_status st = dla_accel_call(slope_af, NULL, 2, (dla_tensor *[]){y, theta[0]}, 1, &s);
+    return st == DLA_OK ? s : dla_error_tensor(st, "%s", dla_last_error());
+}
+
+static void test_an_accelerated_function_inside_an_ops_forward_runs_itself(void **state)
+{
+    dla_scope_begin();
+    dla_tensor *y0 = dla_tensor_from_host((double[]){1, 2}, DLA_F64, "", DLA_DIMS(2));
+    dla_tensor *theta = dla_tensor_from_host((double[]){0.5, 1}, DLA_F64, "", DLA_DIMS(2));
+    const double want[2] = {exp(-0.5), 2 * exp(-1.0)};
+    /* adjoint first: nothing recorded; direct records; adjoint replays */
+    static const char *const modes[3] = {"adjoint", "direct", "adjoint"};
+    slope_af = dla_accelerate(decay_slope, NULL);
+    for (int m = 0; m < 3; m++) {
+        dla_tensor *y = dla_ode45(accelerated_rhs, NULL, 2, (const double[]){0, 1}, y0, 1, &theta,
+                                  &(dla_ode_options){.gradient_mode = modes[m]});
+        if (dla_tensor_status(y) != DLA_OK)
+            fail_msg("%s (%d): %s", modes[m], m, dla_tensor_error(y));
+        for (int i = 0; i < 2; i++)
+            if (!(fabs(dla_tensor_item(y, i) - want[i]) <= 1e-3))
+                fail_msg("%s (%d): y(1) element %d is %g, want %g", modes[m], m, i,
+                         dla_tensor_item(y, i), want[i]);
+        if (m == 0) {
+            if (!strstr(dla_accel_last_miss(slope_af), "inside an op's forward"))
+                fail_msg("the last miss says: \"%s\"", dla_accel_last_miss(slope_af));
+            assert_int_equal(dla_accel_occupancy(slope_af), 0); /* nothing recorded */
+            assert_true(dla_accel_hit_rate(slope_af) == 0.0);    /* nor counted */
+        } else if (m == 2) {
+            assert_string_equal(dla_accel_last_miss(slope_af), ""); /* a hit */
+        }
+    }
+    dla_accel_free(slope_af);
+    dla_scope_end();
+}
+
 typedef struct worker {
     dla_accel *af;
     int ok;
@@ -3414,6 +3471,7 @@ int main(void)
         TU_TEST(test_a_host_read_while_recording_marks_the_trace_data_dependent),
         TU_TEST(test_an_accelerated_function_inside_another_works),
         TU_TEST(test_a_call_that_runs_the_function_itself_says_why),
+        TU_TEST(test_an_accelerated_function_inside_an_ops_forward_runs_itself),
         TU_TEST(test_one_accelerated_function_serves_several_threads),
         TU_TEST(test_a_trace_recorded_on_one_device_replays_on_another),
         TU_TEST(test_the_current_device_is_in_the_key_and_replays_keep_eagers_devices),

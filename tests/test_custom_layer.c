@@ -1457,6 +1457,63 @@ static void a_new_state_past_the_layers_is_an_error(void **state)
     dla_scope_end();
 }
 
+/* A layer with a backward of its own runs as one op, and its predict runs
+ * inside that op's forward: an accelerated function it calls there
+ * recorded a trace without ops (no recorder hears them) and baked its
+ * result, so predict gave 0 for x.^2 from the first call on without the
+ * network's acceleration, and the first call's squares ever after with it.
+ * It runs itself there now. */
+static dla_accel *square_af;
+static dla_status square_fn(void *ctx, int nin, dla_tensor *const *in, int nout,
+                            dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = dla_square(in[0]);
+    return DLA_OK;
+}
+static dla_status accel_square_predict(dla_layer_io *io)
+{
+    return dla_accel_call(square_af, NULL, 1, io->x, 1, &io->y);
+}
+static dla_status accel_square_backward(const dla_layer_io *io, dla_tensor *dy, dla_tensor **dx,
+                                        dla_tensor **dlearnables)
+{
+    (void)dlearnables;
+    dx[0] = dla_mul(dy, dla_affine(io->x[0], 2.0, 0.0));
+    return DLA_OK;
+}
+static const dla_layer_type accel_square_type = {
+    .type = "accelSquare", .predict = accel_square_predict, .backward = accel_square_backward};
+
+static void an_accelerated_function_in_a_predict_with_a_backward_runs_itself(void **state)
+{
+    (void)state;
+    assert_int_equal(dla_layer_type_register(&accel_square_type), DLA_OK);
+    for (int accel = 0; accel < 2; accel++) {
+        square_af = dla_accelerate(square_fn, NULL);
+        dla_layer *l[] = {dla_feature_input_layer(3, &(dla_feature_input_options){
+                                                         .normalization = "none"}),
+                          dla_custom_layer("accelSquare", NULL, NULL)};
+        dla_net *net = dla_net_create(2, l);
+        assert_non_null(net);
+        assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+        dla_net_set_accelerate(net, accel);
+        for (int call = 0; call < 3; call++) {
+            dla_scope_begin();
+            const float v[3] = {1.0f + (float)call, 2.0f, -3.0f};
+            dla_tensor *x = dla_tensor_from_host(v, DLA_F32, "CB", DLA_DIMS(3, 1)), *y;
+            assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, NULL), DLA_OK);
+            for (int i = 0; i < 3; i++)
+                if (dla_tensor_item(y, i) != (double)(v[i] * v[i]))
+                    fail_msg("network acceleration %d, call %d, element %d: %g, want %g", accel,
+                             call, i, dla_tensor_item(y, i), (double)(v[i] * v[i]));
+            dla_scope_end();
+        }
+        dla_net_free(net);
+        dla_accel_free(square_af);
+    }
+}
+
 /* A describe that fills its whole buffer, unterminated (strncpy of a long
  * text): the summary shows it cut to the buffer, one byte short of it for
  * the end; it read on past the buffer (192 bytes and what followed). */
@@ -1513,6 +1570,7 @@ int main(void)
         TU_TEST(loading_an_unregistered_type_is_an_error_naming_it),
         TU_TEST(trainnet_trains_a_network_with_a_custom_layer),
         TU_TEST(a_null_gradient_from_a_backward_is_zeros),
+        TU_TEST(an_accelerated_function_in_a_predict_with_a_backward_runs_itself),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -274,6 +274,58 @@ static void test_batchnorm_train_of_an_empty_batch_has_zero_gradients(void **sta
     dla_scope_end();
 }
 
+/* The same with higher derivatives: the first gradients (x's, offset's,
+ * scale's) recorded, and the gradient of their sum with respect to offset
+ * and scale taken through them: 0. The scale's was NaN: x's gradient, empty,
+ * was made through istd .* scale, and the second sweep summed the empty
+ * gradient (0) into that product and multiplied it by the NaN istd. */
+static dla_status empty_bn_second(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                  dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    dla_tensor *y, *g[3];
+    dla_status st = dla_batchnorm_train(in[0], in[1], in[2], in[3], in[4], NULL, &y, NULL, NULL);
+    if (st == DLA_OK)
+        st = dla_gradient_opts(dla_sum(dla_mul(y, y), 0, NULL), 3, in, g,
+                               &(dla_gradient_options){.enable_higher_derivatives = 1});
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_add(dla_add(dla_sum(g[0], 0, NULL), dla_sum(g[1], 0, NULL)),
+                     dla_sum(g[2], 0, NULL));
+    return dla_gradient(out[0], 2, in + 1, out + 1);
+}
+
+static void test_batchnorm_train_of_an_empty_batch_has_zero_second_derivatives(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    static const char *const fmt[2] = {"CB", "CBT"};
+    const int64_t dims[2][3] = {{3, 0}, {3, 2, 0}};
+    for (int f = 0; f < 2; f++) {
+        dla_tensor *in[5] = {dla_zeros(DLA_F64, fmt[f], f + 2, dims[f]),
+                             dla_full(0.5, DLA_F64, "", DLA_DIMS(3, 1)),
+                             dla_full(2.0, DLA_F64, "", DLA_DIMS(3, 1)),
+                             dla_zeros(DLA_F64, "", DLA_DIMS(3, 1)),
+                             dla_ones(DLA_F64, "", DLA_DIMS(3, 1))};
+        dla_accel *af = dla_accelerate(empty_bn_second, NULL);
+        for (int call = 0; call < 3; call++) {
+            dla_tensor *out[3];
+            dla_status st = call == 0 ? dla_feval(empty_bn_second, NULL, 5, in, 3, out)
+                                      : dla_accel_feval(af, NULL, 5, in, 3, out);
+            if (st != DLA_OK)
+                fail_msg("%s call %d: %s", fmt[f], call, dla_last_error());
+            assert_true(dla_tensor_item(out[0], 0) == 0.0);
+            for (int k = 1; k < 3; k++)
+                for (int c = 0; c < 3; c++)
+                    if (dla_tensor_item(out[k], c) != 0.0)
+                        fail_msg("%s call %d: second derivative %d, channel %d: %g, not 0",
+                                 fmt[f], call, k, c, dla_tensor_item(out[k], c));
+        }
+        dla_accel_free(af);
+    }
+    dla_scope_end();
+}
+
 /* batchnorm in training mode on an empty batch: the running statistics
  * come back as they went in. They were NaN (the decay times the NaN mean
  * of no elements), and a network whose state was set from them predicted
@@ -643,6 +695,7 @@ int main(void)
         TU_TEST(test_normalization_errors_name_the_op_argument_and_shapes),
         TU_TEST(test_norms_of_an_empty_batch_are_empty),
         TU_TEST(test_batchnorm_train_of_an_empty_batch_has_zero_gradients),
+        TU_TEST(test_batchnorm_train_of_an_empty_batch_has_zero_second_derivatives),
         TU_TEST(test_batchnorm_train_of_an_empty_batch_keeps_the_running_statistics),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

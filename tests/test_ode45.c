@@ -373,6 +373,53 @@ static void test_a_network_as_the_right_hand_side(void **state)
     dla_scope_end();
 }
 
+/* The same, "adjoint" first on a network of its own (each in a dla_feval
+ * and plain). The network's forward runs through its own accelerated
+ * function, here inside the adjoint op's forward, whose ops no recorder
+ * hears: the first call recorded a trace without ops that baked that
+ * call's slope as a constant, every later slope of the solve was that one,
+ * and the network kept the trace: the solution and gradients were wrong,
+ * and so were later "direct" solves of that network. The test above ran
+ * "direct" first, whose trace the adjoint solve then replayed. */
+static void test_an_adjoint_solve_first_on_a_network_is_the_functions(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *in[6];
+    network_inputs(in);
+    in[5] = dla_randn(DLA_F64, "CBT", DLA_DIMS(2, 3, 2));
+    static const double tspan[2] = {0, 1};
+    dla_tensor *want = dla_ode45(network, NULL, 2, tspan, in[0], 4, in + 1, NULL);
+    dla_tensor *by_fn[5];
+    assert_int_equal(dla_feval(net_or_fn_loss, &(net_case){NULL, "adjoint"}, 6, in, 5, by_fn),
+                     DLA_OK);
+    for (int k = 0; k < 2; k++) {
+        dla_net *net = network_net(in + 1);
+        dla_tensor *got[5];
+        if (k == 0) {
+            assert_int_equal(dla_feval(net_or_fn_loss, &(net_case){net, "adjoint"}, 6, in, 5, got),
+                             DLA_OK);
+            for (int i = 0; i < 5; i++)
+                for (int64_t e = 0; e < dla_tensor_numel(by_fn[i]); e++)
+                    if (!tu_close(at(got[i], e), at(by_fn[i], e), 1e-9))
+                        fail_msg("in dla_feval, output %d, element %lld: network %.12g, "
+                                 "function %.12g", i, (long long)e, at(got[i], e),
+                                 at(by_fn[i], e));
+        }
+        const char *modes[2] = {"adjoint", "direct"}; /* direct: replays the network's trace */
+        for (int m = 0; m < 2; m++) {
+            dla_tensor *y = dla_ode45_net(net, 2, tspan, in[0],
+                                          &(dla_ode_options){.gradient_mode = modes[m]});
+            for (int64_t e = 0; e < dla_tensor_numel(want); e++)
+                if (!tu_close(at(y, e), at(want, e), 1e-9))
+                    fail_msg("network %d, plain %s solve, element %lld: %.12g, want %.12g", k,
+                             modes[m], (long long)e, at(y, e), at(want, e));
+        }
+        dla_net_free(net);
+    }
+    dla_scope_end();
+}
+
 /* Second derivatives through the recorded stages (the steps stay
  * constants): d2/da2 of y0 e^(a T) is T^2 y0 e^(a T). */
 static dla_status second_derivative(void *ctx, int nin, dla_tensor *const *in, int nout,
@@ -743,6 +790,99 @@ static void test_a_y0_that_is_not_finite_fails_at_once(void **state)
     dla_scope_end();
 }
 
+/* A slope that takes a gradient in a dla_feval of its own (a Hamiltonian
+ * network's dH/dy): y' = -theta .* dH/dy with H = sum(y.^2)/2. The
+ * "adjoint" forward solve is one op, and its forward ran fn with the
+ * feval recording nothing (ops inside a forward belong to the op), so
+ * the feval's dla_gradient failed with "called outside dla_feval", in
+ * a plain solve and under a tape alike, where "direct" solved it. The
+ * feval records its own ops now: both modes solve to y0 .* exp(-theta),
+ * and give one gradient with respect to theta (the feval's result is a
+ * constant to the outer tape in both: nested fevals, autodiff.h). */
+static dla_status energy_gradient(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                  dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    dla_tensor *h = dla_affine(dla_sum(dla_square(in[0]), 0, NULL), 0.5, 0.0);
+    return dla_gradient(h, 1, in, out);
+}
+
+static dla_tensor *hamiltonian_slope(double t, dla_tensor *y, int ntheta,
+                                     dla_tensor *const *theta, void *ctx)
+{
+    (void)t, (void)ntheta, (void)ctx;
+    dla_tensor *g;
+    if (dla_feval(energy_gradient, NULL, 1, &y, 1, &g) != DLA_OK)
+        return g;
+    return dla_neg(dla_mul(theta[0], g));
+}
+
+static dla_status hamiltonian_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                   dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    dla_tensor *y = dla_ode45(hamiltonian_slope, NULL, 2, (const double[]){0, 1}, in[0], 1,
+                              &in[1], &(dla_ode_options){.gradient_mode = ctx});
+    out[0] = dla_sum(dla_square(y), 0, NULL);
+    return dla_gradient(out[0], 1, &in[1], out + 1);
+}
+
+static dla_tensor *direct_gradient_slope(double t, dla_tensor *y, int ntheta,
+                                         dla_tensor *const *theta, void *ctx)
+{
+    (void)t, (void)ntheta, (void)ctx;
+    dla_tensor *g;
+    dla_tensor *h = dla_affine(dla_sum(dla_square(y), 0, NULL), 0.5, 0.0);
+    if (dla_gradient(h, 1, &y, &g) != DLA_OK)
+        return g;
+    return dla_neg(dla_mul(theta[0], g));
+}
+
+static dla_status direct_gradient_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                       dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = dla_ode45(direct_gradient_slope, NULL, 2, (const double[]){0, 1}, in[0], 1, &in[1],
+                       &(dla_ode_options){.gradient_mode = "adjoint"});
+    out[1] = out[0];
+    return dla_tensor_status(out[0]);
+}
+
+static void test_a_slope_with_a_feval_of_its_own_solves_in_both_modes(void **state)
+{
+    dla_scope_begin();
+    dla_tensor *y0 = dla_tensor_from_host((double[]){1, 2}, DLA_F64, "", DLA_DIMS(2));
+    dla_tensor *theta = dla_tensor_from_host((double[]){0.5, 1}, DLA_F64, "", DLA_DIMS(2));
+    static const char *const modes[2] = {"direct", "adjoint"};
+    double grad[2][2];
+    for (int m = 0; m < 2; m++) {
+        dla_tensor *y = dla_ode45(hamiltonian_slope, NULL, 2, (const double[]){0, 1}, y0, 1,
+                                  &theta, &(dla_ode_options){.gradient_mode = modes[m]});
+        if (dla_tensor_status(y) != DLA_OK)
+            fail_msg("%s, plain: %s", modes[m], dla_tensor_error(y));
+        tu_assert_near(dla_tensor_item(y, 0), exp(-0.5), 1e-3);
+        tu_assert_near(dla_tensor_item(y, 1), 2 * exp(-1.0), 1e-3);
+        dla_tensor *out[2];
+        if (dla_feval(hamiltonian_loss, (void *)modes[m], 2, (dla_tensor *[]){y0, theta}, 2,
+                      out) != DLA_OK)
+            fail_msg("%s, in dla_feval: %s", modes[m], dla_last_error());
+        for (int i = 0; i < 2; i++)
+            grad[m][i] = dla_tensor_item(out[1], i);
+    }
+    for (int i = 0; i < 2; i++)
+        tu_assert_near(grad[1][i], grad[0][i], 1e-3 * fabs(grad[0][i]));
+    /* Without a feval of its own the slope's dla_gradient is refused in
+     * the adjoint forward, saying where it is (it said "called outside
+     * dla_feval" under the caller's tape). */
+    dla_tensor *out[2];
+    assert_int_equal(dla_feval(direct_gradient_loss, NULL, 2, (dla_tensor *[]){y0, theta}, 2,
+                               out),
+                     DLA_ERR_STATE);
+    if (!strstr(dla_last_error(), "called inside the forward of an op"))
+        fail_msg("the error says: %s", dla_last_error());
+    dla_scope_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -756,8 +896,10 @@ int main(void)
         TU_TEST(test_adjoint_gradients_match_the_closed_form),
         TU_TEST(test_adjoint_refuses_higher_derivatives),
         TU_TEST(test_adjoint_of_a_slope_that_ignores_y),
+        TU_TEST(test_a_slope_with_a_feval_of_its_own_solves_in_both_modes),
         TU_TEST(test_a_tensor_given_as_two_thetas_has_one_gradient),
         TU_TEST(test_a_network_as_the_right_hand_side),
+        TU_TEST(test_an_adjoint_solve_first_on_a_network_is_the_functions),
         TU_TEST(test_network_gradients_match_finite_differences),
         TU_TEST(test_second_derivatives_through_the_stages),
         TU_TEST(test_a_replay_on_the_same_values_gives_eager_bits),

@@ -203,9 +203,13 @@ DLA_API void dla_accel_clear(dla_accel *af);
  * "constant 1 (16x2 single), made outside the function and baked into its
  * trace, is held only by the trace now: ...", "Enabled is false: the
  * function ran itself", "called while another accelerated function
- * records: ..."); "" when it was. Valid until the next call on af from
- * any thread. Also logged at DLACCEL_LOG=info (the uncounted calls of the
- * last two reasons are not). */
+ * records: ...", "called inside an op's forward ...": a call from the
+ * forward of an op, such as a custom layer's with a backward of its own
+ * or an "adjoint" dla_ode45's solve, whose ops belong to that op, replays
+ * a trace the cache has but records none, and a miss there runs the
+ * function itself); "" when it was. Valid until the next call on af
+ * from any thread. Also logged at DLACCEL_LOG=info (the uncounted calls
+ * of the last three reasons are not). */
 DLA_API const char *dla_accel_last_miss(const dla_accel *af);
 /* The message of the last failed check ("" when none failed). */
 DLA_API const char *dla_accel_last_check(const dla_accel *af);

@@ -41,7 +41,11 @@ typedef dla_status (*dla_function)(void *ctx, int nin, dla_tensor *const *in, in
  * tensor. Returns fn's status, or the first error among the outputs. Calls
  * nest: an inner dla_feval has its own tape, and its ops are not on the
  * outer one, so to the outer dla_gradient the inner call's results are
- * constants: no gradient flows back through an inner dla_feval. */
+ * constants: no gradient flows back through an inner dla_feval. That holds
+ * where code dlaccel runs inside one of its ops calls dla_feval too (a
+ * dla_ode45 slope in "adjoint" mode, a custom layer's forward with a
+ * backward of its own): the call records the ops fn runs, while to
+ * everyone else they are part of the enclosing op. */
 DLA_API dla_status dla_feval(dla_function fn, void *ctx, int nin, dla_tensor *const *in,
                              int nout, dla_tensor **out);
 

@@ -94,7 +94,12 @@ typedef struct dla_ode_options {
  * cannot be differentiated again (DLA_ERR_UNSUPPORTED from a recorded
  * sweep). fn is called again by the gradient and by every replay of a
  * dla_accelerate trace (ctx must outlive them), and such a trace cannot
- * be saved to a file.
+ * be saved to a file. The forward solve runs fn inside that one op, whose
+ * ops are on no tape: dla_gradient there is refused (DLA_ERR_STATE), and
+ * a dla_feval of fn's own works but gives the caller's gradient constants
+ * (autodiff.h): a slope that takes gradients (a Hamiltonian network's
+ * dH/dy) needs "direct". An accelerated function fn calls replays its
+ * traces there but records none (accel.h).
  *
  * dla_accelerate: the step sizes come from values read on the host, so a
  * trace of a call holding a "direct" dla_ode45 is data-dependent
