@@ -132,8 +132,10 @@ typedef struct dla_resize_options {
      * that makes one 0 is DLA_ERR_INVALID_ARGUMENT naming it. */
     double scale[DLA_MAX_DIMS];
     /* MATLAB's OutputSize: one whole size per "S" dim. NAN in some of
-     * them (not all) keeps the aspect ratio of the first given one:
-     * ceil(in * given/given_in), as imresize does. */
+     * them (not all) keeps the aspect ratio of the first given one, as
+     * dlresize does: with r = given/given_in, such a dim gets
+     * floor(r * in) elements and is resized by the factor r (not by
+     * out/in; imresize would round the size up instead). */
     double output_size[DLA_MAX_DIMS];
     /* "nearest" (default) or "linear" (separable: bilinear over two S
      * dims, trilinear over three). */
