@@ -72,10 +72,12 @@ typedef struct dla_attention_options {
      * keys 1..j only (the sequence lengths must then agree). */
     const char *attention_mask;
     /* Or NULL: which keys each query may see, nonzero where query j may
-     * attend to key i: Lk x Lq for every observation, or Lk x Lq x 1 x B
-     * one per observation; Lq may be 1: the same keys for every query (a
-     * padding mask, Lk x 1 x 1 x B, 0 at the padded keys). Trailing dims
-     * of 1 allowed; unformatted; any real or logical dtype.
+     * attend to key i: Lk x Lq for every observation, or one per
+     * observation, Lk x Lq x 1 x B (the weights' layout) or Lk x Lq x B
+     * (MATLAB's Nk-by-Nq-by-numObservations); Lq may be 1: the same keys
+     * for every query (a padding mask, Lk x 1 x 1 x B, 0 at the padded
+     * keys). Trailing dims of 1 allowed; unformatted; any real or logical
+     * dtype.
      * With "causal" both apply. A query that may see no key (under the
      * two together too) gets the mean of the values, and no gradient
      * into the queries and keys. A hidden key weighs exactly 0, but a
