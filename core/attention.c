@@ -227,6 +227,7 @@ dla_tensor *dla__attention_with(dla_tensor *queries, dla_tensor *keys, dla_tenso
     if (strcmp(mask, "none") && strcmp(mask, "causal"))
         return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: attention mask \"%s\"; use \"none\" or "
                           "\"causal\"", op, mask);
+    int matlab_mask = 0; /* opts->mask per observation along dim 3 */
     if (opts && opts->mask) {
         dla_tensor *m = opts->mask;
         if (m->status != DLA_OK)
@@ -243,19 +244,25 @@ dla_tensor *dla__attention_with(dla_tensor *queries, dla_tensor *keys, dla_tenso
         int extra = 0;
         for (int d = 5; d <= dla_tensor_ndims(m); d++)
             extra |= dla_tensor_dim(m, d) != 1;
-        const int64_t mobs = dla_tensor_dim(m, 4);
+        /* Per observation along dim 4 (the weights' layout, Lk x Lq x
+         * heads x B, shared by the heads) or, as MATLAB's
+         * Nk-by-Nq-by-numObservations, along dim 3: that one was refused,
+         * so a mask written for MATLAB failed here. */
+        const int64_t m3 = dla_tensor_dim(m, 3), mobs = dla_tensor_dim(m, 4);
+        matlab_mask = m3 != 1 && m3 == l[0].B && mobs == 1;
         /* A second dim of 1 is the same keys for every query (a padding
          * mask, selfAttentionLayer's HasPaddingMaskInput). */
         const int64_t mq = dla_tensor_dim(m, 2);
         if (dla_tensor_format(m)[0] || extra || dla_tensor_dim(m, 1) != l[1].L ||
-            (mq != l[0].L && mq != 1) || dla_tensor_dim(m, 3) != 1 ||
+            (mq != l[0].L && mq != 1) || (m3 != 1 && !matlab_mask) ||
             (mobs != 1 && mobs != l[0].B))
             return dla__error(DLA_ERR_SHAPE,
                               "%s: argument opts->mask: %s \"%s\"; it must be unformatted "
-                              "%lldx%lld (keys x queries; x1: the same keys for every query) "
-                              "or %lldx%lldx1x%lld (per observation)",
+                              "%lldx%lld (keys x queries; x1: the same keys for every query), "
+                              "%lldx%lldx%lld or %lldx%lldx1x%lld (per observation)",
                               op, dla__tensor_dims_str(m, mb, sizeof mb), dla_tensor_format(m),
                               (long long)l[1].L, (long long)l[0].L, (long long)l[1].L,
+                              (long long)l[0].L, (long long)l[0].B, (long long)l[1].L,
                               (long long)l[0].L, (long long)l[0].B);
     }
     if (!strcmp(mask, "causal") && l[0].L != l[1].L)
@@ -302,7 +309,11 @@ dla_tensor *dla__attention_with(dla_tensor *queries, dla_tensor *keys, dla_tenso
          * to compare it with was made on the current one, and a mask on
          * another device failed ("dla_ne: arguments a and b are on
          * opencl:0 and cpu:0"). */
-        dla_tensor *m = dla_cast(dla_cast(opts->mask, DLA_BOOL), dla_tensor_dtype(queries));
+        dla_tensor *m = opts->mask;
+        if (matlab_mask)
+            m = dla_reshape(m, "", 4, (const int64_t[]){dla_tensor_dim(m, 1), dla_tensor_dim(m, 2),
+                                                        1, l[0].B});
+        m = dla_cast(dla_cast(m, DLA_BOOL), dla_tensor_dtype(queries));
         if (!strcmp(mask, "causal"))
             m = dla_mul(m, causal_mask(dla_tensor_dtype(queries), l[1].L, l[0].L,
                                        dla_tensor_device(queries), 1.0, 0.0));

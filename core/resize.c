@@ -265,7 +265,10 @@ DLA_API dla_tensor *dla_resize(dla_tensor *x, const dla_resize_options *opts)
         }
     } else {
         /* Whole positive sizes; NaN entries keep the aspect ratio of the
-         * first given one (as imresize does: rounded up). */
+         * first given one, as MATLAB's dlresize and resize2dLayer do: the
+         * given dim's factor r = given/given_in resizes them too, to
+         * floor(r * in) elements (imresize rounds up instead; dlresize's
+         * sizes round down, as with a Scale). */
         int first = -1;
         for (int k = 0; k < ns; k++) {
             const double v = o->output_size[k];
@@ -285,13 +288,17 @@ DLA_API dla_tensor *dla_resize(dla_tensor *x, const dla_resize_options *opts)
         const double keep = (double)out[first] / (double)in[first];
         for (int k = 0; k < ns; k++) {
             if (isnan(o->output_size[k])) {
-                const double n = ceil((double)in[k] * keep);
+                const double n = floor(keep * (double)in[k]);
                 if (n < 1 || n > (double)MAX_OUT)
                     return dla__error(DLA_ERR_INVALID_ARGUMENT, "%s: keeping the aspect ratio "
-                                      "makes spatial dim %d %.0f elements", op, sdim[k], n);
+                                      "(factor %g) makes spatial dim %d of x (%s \"%s\") %.0f "
+                                      "elements; it must be 1 to %lld", op, keep, sdim[k], xb,
+                                      fmt, n, (long long)MAX_OUT);
                 out[k] = (int64_t)n;
+                s[k] = keep;
+            } else {
+                s[k] = (double)out[k] / (double)in[k];
             }
-            s[k] = (double)out[k] / (double)in[k];
         }
     }
 

@@ -117,6 +117,18 @@ static dla_status run(void *ctxp, int nin, dla_tensor *const *in, int nout, dla_
             int src = l->kind->is_input ? -1 : net->src[i][q];
             if (src >= 0) {
                 x[q] = act[src * DLA__MAX_OUTPUTS + net->src_port[i][q]];
+                /* A padding mask port fed by an input layer reads the data
+                 * as given, 0 at the padded steps: the layer's output is
+                 * normalized ("zscore", "zerocenter"), where the padding
+                 * is -Mean/StandardDeviation and a first channel of ones
+                 * (docs/networks.md, "Padding masks") is 0 at the data
+                 * steps, which hid every data step and kept the padding. */
+                const char *port = dla__in_port(l, q);
+                if (port && !strcmp(port, "mask") && !l->kind->custom &&
+                    net->layers[src]->kind->is_input)
+                    for (int j = 0; j < net->ninputs; j++)
+                        if (net->inputs[j].layer == src && net->inputs[j].port == -1)
+                            x[q] = in[j];
                 continue;
             }
             for (int j = 0; j < net->ninputs; j++)

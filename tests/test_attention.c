@@ -170,14 +170,39 @@ static void test_a_mask_tensor_hides_the_keys_it_marks(void **state)
     if (dla_tensor_status(padding) != DLA_OK)
         fail_msg("a padding mask: %s", dla_tensor_error(padding));
     assert_true(tu_same_bits(padding, full));
+    /* MATLAB's layout of a mask per observation, Nk-by-Nq-by-numObservations
+     * (L x L x B, and L x 1 x B for a padding mask), is the same mask: it
+     * was refused, so a mask written for MATLAB's attention failed. */
+    dla_tensor *matlab = dla_attention(q, k, v, H, &(dla_attention_options){
+        .mask = dla_tensor_from_host(mh, DLA_F64, "", DLA_DIMS(L, L, B))}, NULL);
+    if (dla_tensor_status(matlab) != DLA_OK)
+        fail_msg("an Lk x Lq x B mask: %s", dla_tensor_error(matlab));
+    assert_true(tu_same_bits(matlab, full));
+    dla_tensor *matlab_padding = dla_attention(q, k, v, H, &(dla_attention_options){
+        .mask = dla_tensor_from_host(col, DLA_F64, "", DLA_DIMS(L, 1, B)),
+        .attention_mask = "causal"}, NULL);
+    dla_tensor *causal_padding = dla_attention(q, k, v, H, &(dla_attention_options){
+        .mask = dla_tensor_from_host(col, DLA_F64, "", DLA_DIMS(L, 1, 1, B)),
+        .attention_mask = "causal"}, NULL);
+    if (dla_tensor_status(matlab_padding) != DLA_OK)
+        fail_msg("an Lk x 1 x B mask: %s", dla_tensor_error(matlab_padding));
+    assert_true(tu_same_bits(matlab_padding, causal_padding));
     dla_tensor *bad = dla_attention(q, k, v, H, &(dla_attention_options){
         .mask = dla_ones(DLA_F64, "", DLA_DIMS(L, L, 1, 3))}, NULL);
     assert_int_equal(dla_tensor_status(bad), DLA_ERR_SHAPE);
     assert_non_null(strstr(dla_tensor_error(bad), "argument opts->mask: 4x4x1x3 \"\"; it must be "
                                                   "unformatted 4x4 (keys x queries; x1: the same "
-                                                  "keys for every query) or 4x4x1x2"));
+                                                  "keys for every query), 4x4x2 or 4x4x1x2"));
     bad = dla_attention(q, k, v, H, &(dla_attention_options){
         .mask = dla_ones(DLA_F64, "", DLA_DIMS(L, 2, 1, B))}, NULL);
+    assert_int_equal(dla_tensor_status(bad), DLA_ERR_SHAPE);
+    /* Observations along dim 3 and dim 4 at once, or a dim 3 that is not
+     * the observations, are refused. */
+    bad = dla_attention(q, k, v, H, &(dla_attention_options){
+        .mask = dla_ones(DLA_F64, "", DLA_DIMS(L, L, B, B))}, NULL);
+    assert_int_equal(dla_tensor_status(bad), DLA_ERR_SHAPE);
+    bad = dla_attention(q, k, v, H, &(dla_attention_options){
+        .mask = dla_ones(DLA_F64, "", DLA_DIMS(L, L, 3))}, NULL);
     assert_int_equal(dla_tensor_status(bad), DLA_ERR_SHAPE);
     dla_scope_end();
 }

@@ -1854,6 +1854,13 @@ static void resize2d_layer_is_dla_resize(void **state)
     y = predict1(net, x);
     assert_int_equal(dla_tensor_dim(y, 2), 8);
     dla_net_free(net);
+    /* 3 -> 5 is 5/3: floor(4 * 5/3) = 6 columns, as MATLAB's
+     * resize2dLayer gives (rounding up made 7). */
+    net = one(dla_resize2d_layer(&(dla_resize2d_layer_options){.output_size = {5, NAN}}), x);
+    y = predict1(net, x);
+    assert_int_equal(dla_tensor_dim(y, 1), 5);
+    assert_int_equal(dla_tensor_dim(y, 2), 6);
+    dla_net_free(net);
     /* Refused options and inputs name the layer. */
     dla_layer *bad = dla_resize2d_layer(&(dla_resize2d_layer_options){
         .scale = {2}, .output_size = {4, 4}, .name = "up"});

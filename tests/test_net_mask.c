@@ -173,6 +173,80 @@ static void masked_global_pooling_reads_the_data_steps_only(void **state)
     dla_scope_end();
 }
 
+/* A mask port fed by a normalizing input layer reads the data as given
+ * (docs/networks.md's recipe: a first channel of ones, 0 at the padded
+ * steps). It read the layer's output, where "zscore" and "zerocenter"
+ * make the ones 0 and the padding -Mean/StandardDeviation: every data
+ * step was hidden and the padded ones averaged instead. */
+static void a_normalizing_input_layer_still_masks_the_padded_steps(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    static const char *const norms[] = {"zscore", "zerocenter"};
+    for (int k = 0; k < 2; k++) {
+        dla_tensor *mean = dla_tensor_from_host((const float[]){1, 5}, DLA_F32, "", DLA_DIMS(2, 1));
+        dla_tensor *sd = dla_tensor_from_host((const float[]){1, 2}, DLA_F32, "", DLA_DIMS(2, 1));
+        const dla_global_pool1d_layer_options o = {.name = "pool", .has_padding_mask_input = 1};
+        dla_layer *l[] = {dla_sequence_input_layer(2, &(dla_sequence_input_options){
+                              .name = "x", .normalization = norms[k], .mean = mean,
+                              .standard_deviation = k ? NULL : sd}),
+                          dla_global_avgpool1d_layer(&o)};
+        dla_net *net = dla_net_create(2, l);
+        assert_non_null(net);
+        assert_int_equal(dla_net_connect(net, "x", "pool/mask"), DLA_OK);
+        assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+        /* Two data steps (channel 1 ones; channel 2 4 and 6), then two
+         * padded ones, all 0. */
+        const float v[8] = {1, 4, 1, 6, 0, 0, 0, 0};
+        dla_tensor *x = dla_tensor_from_host(v, DLA_F32, "CBT", DLA_DIMS(2, 1, 4)), *y;
+        for (int accel = 0; accel < 2; accel++) {
+            dla_net_set_accelerate(net, accel);
+            for (int rep = 0; rep < 2; rep++) {
+                assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, NULL), DLA_OK);
+                float r[2];
+                assert_int_equal(dla_tensor_to_host(y, r, sizeof r), DLA_OK);
+                /* The normalized data steps' mean: (1-1) and ((4-5) + (6-5)) / 2
+                 * over 2 or 1. */
+                tu_assert_near(r[0], 0.0f, 1e-6);
+                tu_assert_near(r[1], 0.0f, 1e-6);
+            }
+        }
+        /* The mask is the data's: a data step whose normalized first
+         * channel is 0 is still a data step. */
+        const float w[8] = {1, 7, 1, 9, 0, 0, 0, 0};
+        x = dla_tensor_from_host(w, DLA_F32, "CBT", DLA_DIMS(2, 1, 4));
+        assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, NULL), DLA_OK);
+        float r[2];
+        assert_int_equal(dla_tensor_to_host(y, r, sizeof r), DLA_OK);
+        tu_assert_near(r[1], k ? 3.0f : 1.5f, 1e-6);
+        dla_net_free(net);
+        /* attentionLayer's mask (of its keys) alike: the data steps'
+         * outputs with two padded keys after them are those without. */
+        dla_layer *a[] = {dla_sequence_input_layer(2, &(dla_sequence_input_options){
+                              .name = "x", .normalization = norms[k], .mean = mean,
+                              .standard_deviation = k ? NULL : sd}),
+                          dla_attention_layer(1, &(dla_attention_layer_options){
+                              .name = "att", .has_padding_mask_input = 1})};
+        net = dla_net_create(0, NULL);
+        assert_non_null(net);
+        for (int i = 0; i < 2; i++)
+            assert_int_equal(dla_net_add_layers(net, 1, &a[i]), DLA_OK);
+        static const char *const ports[] = {"att/query", "att/key", "att/value", "att/mask"};
+        for (int i = 0; i < 4; i++)
+            assert_int_equal(dla_net_connect(net, "x", ports[i]), DLA_OK);
+        assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+        dla_tensor *padded = dla_tensor_from_host(w, DLA_F32, "CBT", DLA_DIMS(2, 1, 4));
+        dla_tensor *alone = dla_tensor_from_host(w, DLA_F32, "CBT", DLA_DIMS(2, 1, 2)), *ya;
+        assert_int_equal(dla_net_predict(net, 1, &padded, 1, &y, NULL), DLA_OK);
+        assert_int_equal(dla_net_predict(net, 1, &alone, 1, &ya, NULL), DLA_OK);
+        assert_true(maxdiff(dla_slice(y, 3, 0, 1, 2), ya) < 1e-6);
+        dla_net_free(net);
+        dla_tensor_release(mean);
+        dla_tensor_release(sd);
+    }
+    dla_scope_end();
+}
+
 static dla_status masked_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
                               dla_tensor **out)
 {
@@ -429,6 +503,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TU_TEST(a_prediction_does_not_depend_on_the_padding_of_its_mini_batch),
         TU_TEST(masked_global_pooling_reads_the_data_steps_only),
+        TU_TEST(a_normalizing_input_layer_still_masks_the_padded_steps),
         TU_TEST(masked_attention_keeps_nan_padding_out),
         TU_TEST(masked_indexing_takes_each_observations_own_step),
         TU_TEST(masked_indexing_frees_through_the_library_allocator),

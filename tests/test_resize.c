@@ -192,13 +192,58 @@ static void test_output_size_nan_keeps_the_aspect_ratio(void **state)
     (void)state;
     dla_scope_begin();
     dla_tensor *x = dla_zeros(DLA_F32, "SSCB", DLA_DIMS(2, 5, 3, 2));
-    /* 2 -> 3 is 1.5; ceil(5 * 1.5) = 8. */
+    /* 2 -> 3 is 1.5; floor(5 * 1.5) = 7, as MATLAB's dlresize and
+     * resize2dLayer give (imresize's ceil made 8, an activation of
+     * another size than the same network's in MATLAB). */
     dla_tensor *y = dla_resize(x, &(dla_resize_options){.output_size = {3, NAN}});
     assert_int_equal(dla_tensor_status(y), DLA_OK);
     assert_int_equal(dla_tensor_dim(y, 1), 3);
-    assert_int_equal(dla_tensor_dim(y, 2), 8);
+    assert_int_equal(dla_tensor_dim(y, 2), 7);
     assert_int_equal(dla_tensor_dim(y, 3), 3);
     assert_int_equal(dla_tensor_dim(y, 4), 2);
+    /* The kept dim is resized by the given dim's factor, 1.5, not by its
+     * own out/in (7/5): columns 0, 10, .., 40 sampled "linear" at
+     * (j + 0.5) / 1.5 - 0.5, kept inside [0, 4]. */
+    double v[5];
+    for (int j = 0; j < 5; j++)
+        v[j] = 10.0 * j;
+    dla_tensor *ramp5 = dla_tensor_from_host(v, DLA_F64, "SSCB", DLA_DIMS(1, 5, 1, 1));
+    dla_tensor *z = dla_resize(ramp5, &(dla_resize_options){.output_size = {2, NAN},
+                                                           .method = "linear"});
+    assert_int_equal(dla_tensor_status(z), DLA_OK);
+    assert_int_equal(dla_tensor_dim(z, 1), 2);
+    assert_int_equal(dla_tensor_dim(z, 2), 10);
+    double *h = host(z);
+    for (int j = 0; j < 10; j++) {
+        const double c = (j + 0.5) / 2.0 - 0.5;
+        tu_assert_near(h[2 * j], 10.0 * (c < 0 ? 0 : c > 4 ? 4 : c), 1e-12);
+        tu_assert_near(h[2 * j + 1], h[2 * j], 0.0);
+    }
+    free(h);
+    dla_tensor *w = dla_resize(ramp5, &(dla_resize_options){.output_size = {3, NAN},
+                                                           .method = "linear"});
+    assert_int_equal(dla_tensor_status(w), DLA_OK);
+    assert_int_equal(dla_tensor_dim(w, 2), 15);
+    h = host(w);
+    for (int j = 0; j < 15; j++) {
+        const double c = (j + 0.5) / 3.0 - 0.5;
+        tu_assert_near(h[3 * j], 10.0 * (c < 0 ? 0 : c > 4 ? 4 : c), 1e-12);
+    }
+    free(h);
+    /* 3 -> 2 rows: the factor 2/3 makes the 5 columns floor(10/3) = 3,
+     * sampled at (j + 0.5) * 1.5 - 0.5 = 0.25, 1.75, 3.25. */
+    dla_tensor *tall = dla_tensor_from_host((const double[]){0, 0, 0, 10, 10, 10, 20, 20, 20, 30,
+                                                             30, 30, 40, 40, 40},
+                                            DLA_F64, "SSCB", DLA_DIMS(3, 5, 1, 1));
+    dla_tensor *u = dla_resize(tall, &(dla_resize_options){.output_size = {2, NAN},
+                                                          .method = "linear"});
+    assert_int_equal(dla_tensor_status(u), DLA_OK);
+    assert_int_equal(dla_tensor_dim(u, 2), 3);
+    h = host(u);
+    tu_assert_near(h[0], 2.5, 1e-12);
+    tu_assert_near(h[2], 17.5, 1e-12);
+    tu_assert_near(h[4], 32.5, 1e-12);
+    free(h);
     dla_scope_end();
 }
 

@@ -625,7 +625,9 @@ DLA_API dla_layer *dla_gru_layer(int64_t num_hidden_units, const dla_gru_layer_o
  * leave them out later, e.g. with a global pooling that has the mask
  * too). Connect a layer to "name/mask" (dla_net_connect): for token
  * sequences padded with 0 (word embeddings) the sequence input layer
- * itself is the mask; docs/networks.md, "Padding masks", for other data.
+ * itself is the mask (a mask port reads an input layer's data as given,
+ * before its Normalization); docs/networks.md, "Padding masks", for
+ * other data.
  * A mask port left unconnected is a network input. */
 typedef struct dla_self_attention_layer_options {
     const char *name;

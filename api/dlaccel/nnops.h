@@ -72,10 +72,12 @@ typedef struct dla_attention_options {
      * keys 1..j only (the sequence lengths must then agree). */
     const char *attention_mask;
     /* Or NULL: which keys each query may see, nonzero where query j may
-     * attend to key i: Lk x Lq for every observation, or Lk x Lq x 1 x B
-     * one per observation; Lq may be 1: the same keys for every query (a
-     * padding mask, Lk x 1 x 1 x B, 0 at the padded keys). Trailing dims
-     * of 1 allowed; unformatted; any real or logical dtype.
+     * attend to key i: Lk x Lq for every observation, or one per
+     * observation, Lk x Lq x 1 x B (the weights' layout) or Lk x Lq x B
+     * (MATLAB's Nk-by-Nq-by-numObservations); Lq may be 1: the same keys
+     * for every query (a padding mask, Lk x 1 x 1 x B, 0 at the padded
+     * keys). Trailing dims of 1 allowed; unformatted; any real or logical
+     * dtype.
      * With "causal" both apply. A query that may see no key (under the
      * two together too) gets the mean of the values, and no gradient
      * into the queries and keys. A hidden key weighs exactly 0, but a
@@ -132,8 +134,10 @@ typedef struct dla_resize_options {
      * that makes one 0 is DLA_ERR_INVALID_ARGUMENT naming it. */
     double scale[DLA_MAX_DIMS];
     /* MATLAB's OutputSize: one whole size per "S" dim. NAN in some of
-     * them (not all) keeps the aspect ratio of the first given one:
-     * ceil(in * given/given_in), as imresize does. */
+     * them (not all) keeps the aspect ratio of the first given one, as
+     * dlresize does: with r = given/given_in, such a dim gets
+     * floor(r * in) elements and is resized by the factor r (not by
+     * out/in; imresize would round the size up instead). */
     double output_size[DLA_MAX_DIMS];
     /* "nearest" (default) or "linear" (separable: bilinear over two S
      * dims, trilinear over three). */
