@@ -6,9 +6,10 @@
  * autodiff of those views. With blocks of bh x bw, input channel
  * (0-based) k of a block's element (i, j) and output channel c:
  * "dcr" (depth, column, row: depth varies fastest) k = (i bw + j) C + c,
- * "crd" (column, row, depth) k = (c bh + i) bw + j, the orders of ONNX's
- * DepthToSpace modes, which MATLAB's layer takes its names from.
- * spaceToDepthLayer is the inverse of "dcr".
+ * "crd" (column, row, depth) k = (c bh + i) bw + j: MATLAB's
+ * depthToSpaceForward (the orders of ONNX's DepthToSpace modes).
+ * spaceToDepthLayer is the inverse of "dcr"; like MATLAB's it drops the
+ * rows and columns past the last whole block.
  */
 #include "nn/nn.h"
 
@@ -81,10 +82,9 @@ static int misfit(const char *type, const dla__props *p, const char *format, con
                  (long long)(bh * bw));
         return 1;
     }
-    if (type == s2d && (dims[0] % bh || dims[1] % bw)) {
-        snprintf(why, size, "%s: the input's %lld x %lld is not a whole number of %lld x %lld "
-                 "blocks", type, (long long)dims[0], (long long)dims[1], (long long)bh,
-                 (long long)bw);
+    if (type == s2d && (dims[0] < bh || dims[1] < bw)) {
+        snprintf(why, size, "%s: the input's %lld x %lld is smaller than the %lld x %lld block",
+                 type, (long long)dims[0], (long long)dims[1], (long long)bh, (long long)bw);
         return 1;
     }
     return 0;
@@ -141,7 +141,13 @@ static dla_status forward_for(const char *type, const dla__props *p, dla__call *
                                                                   : DLA_ERR_FORMAT, "%s", why);
     const int64_t h = dims[0], w = dims[1], ch = dims[2], bh = p->size[0], bw = p->size[1];
     if (type == s2d) {
-        /* [bh h' bw w' C rest] -> [h' w' C bw bh rest]. */
+        /* MATLAB's spaceToDepthForward drops the rows and columns past the
+         * last whole block; then [bh h' bw w' C rest] -> [h' w' C bw bh
+         * rest]. */
+        if (h % bh)
+            x = dla_slice(x, 1, 0, 1, h - h % bh);
+        if (w % bw)
+            x = dla_slice(x, 2, 0, 1, w - w % bw);
         c->y = rearrange(x, (int64_t[]){bh, h / bh, bw, w / bw, ch},
                          (int64_t[]){2, 4, 5, 3, 1, 6},
                          (int64_t[]){h / bh, w / bw, ch * bh * bw});

@@ -131,6 +131,24 @@ static void space_to_depth_is_the_inverse_of_dcr(void **state)
     dla_scope_end();
 }
 
+/* MATLAB's spaceToDepthForward drops the rows and columns past the last
+ * whole block: 5 x 7 by 2 x 3 is the first 4 x 6, as 2 x 2 x 6C. */
+static void space_to_depth_drops_what_is_past_the_last_block(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = counting((int64_t[]){5, 7, 2, 2});
+    dla_net *net = alone(dla_space_to_depth_layer((int64_t[]){2, 3}, NULL), x);
+    dla_tensor *y = predict(net, x);
+    assert_int_equal(dla_tensor_dim(y, 1), 2);
+    assert_int_equal(dla_tensor_dim(y, 2), 2);
+    assert_int_equal(dla_tensor_dim(y, 3), 12);
+    dla_tensor *whole = dla_slice(dla_slice(x, 1, 0, 1, 4), 2, 0, 1, 6);
+    expect_depth_to_space(y, dla_contiguous(whole), 2, 3, 0);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 static void expect_refused(dla_layer *l, dla_tensor *x, dla_status want, const char *msg)
 {
     dla_net *net = dla_net_create(1, &l);
@@ -160,8 +178,8 @@ static void bad_blocks_modes_and_inputs_are_refused_by_name(void **state)
                    x, DLA_ERR_INVALID_ARGUMENT, "Mode \"DCR\"; use \"dcr\" or \"crd\"");
     expect_refused(dla_depth_to_space2d_layer((int64_t[]){2, 2}, NULL), x, DLA_ERR_SHAPE,
                    "the input's 6 channels are not a multiple of the 2 x 2 block (4)");
-    expect_refused(dla_space_to_depth_layer((int64_t[]){3, 3}, NULL), x, DLA_ERR_SHAPE,
-                   "spaceToDepth: the input's 4 x 6 is not a whole number of 3 x 3 blocks");
+    expect_refused(dla_space_to_depth_layer((int64_t[]){5, 3}, NULL), x, DLA_ERR_SHAPE,
+                   "spaceToDepth: the input's 4 x 6 is smaller than the 5 x 3 block");
     expect_refused(dla_space_to_depth_layer((int64_t[]){-1, 1}, &(dla_layer_options){
                        .name = "s"}), x, DLA_ERR_INVALID_ARGUMENT,
                    "spaceToDepth 's': BlockSize [-1 1]");
@@ -425,6 +443,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TU_TEST(depth_to_space_moves_channels_into_blocks_in_both_orders),
         TU_TEST(space_to_depth_is_the_inverse_of_dcr),
+        TU_TEST(space_to_depth_drops_what_is_past_the_last_block),
         TU_TEST(bad_blocks_modes_and_inputs_are_refused_by_name),
         TU_TEST(crop_takes_the_reference_size_at_the_centre_or_a_location),
         TU_TEST(crop_ports_and_windows_that_do_not_fit_are_refused),

@@ -769,7 +769,8 @@ DLA_API dla_layer *dla_resize3d_layer(const dla_resize3d_layer_options *opts);
  * "name/in" and "name/ref" (dla_net_connect); an unconnected one is a
  * network input of that name. Mode "centercrop" (the default) puts the
  * input's centre element, floor(n/2) + 1 (1-based), on the window's own
- * (MATLAB's rule as we understand it, not confirmed against MATLAB); a
+ * (MATLAB's Crop2DCenterCropStrategy: with an odd leftover the extra row
+ * is above the window); a
  * location [x y] is the 1-based column and row of the window's upper-left
  * corner (Mode "custom"). Errors: an error layer (DLA_ERR_INVALID_ARGUMENT)
  * for a location that is not whole numbers from 1 on or a Mode with a
@@ -797,7 +798,7 @@ DLA_API dla_layer *dla_crop3d_layer(const dla_crop3d_layer_options *opts);
  * two "S" dims: H x W x C*bh*bw x ... gives H*bh x W*bw x C x ... ("SSC"
  * first; "B" and "T" dims are kept). Mode "dcr" (the default) orders an
  * input channel by depth, then column, then row within the block, "crd" by
- * column, row, then depth: ONNX DepthToSpace's orders (block element
+ * column, row, then depth: MATLAB's orders, ONNX DepthToSpace's (block element
  * (i, j), output channel c, 0-based: "dcr" reads input channel
  * (i*bw + j)*C + c, "crd" (c*bh + i)*bw + j). No learnables. Errors: an
  * error layer for a block size below 1 or another Mode; at
@@ -811,9 +812,11 @@ typedef struct dla_depth_to_space2d_layer_options {
 DLA_API dla_layer *dla_depth_to_space2d_layer(const int64_t block_size[2],
                                               const dla_depth_to_space2d_layer_options *opts);
 /* MATLAB spaceToDepthLayer(blockSize): the inverse of "dcr" depth to
- * space, H x W x C x ... gives H/bh x W/bw x C*bh*bw x ...; output
- * channel (i*bw + j)*C + c holds element (i, j) of each block of input
- * channel c. DLA_ERR_SHAPE for H or W not a multiple of the block's. */
+ * space, H x W x C x ... gives floor(H/bh) x floor(W/bw) x C*bh*bw x
+ * ...; output channel (i*bw + j)*C + c holds element (i, j) of each block
+ * of input channel c. Rows and columns past the last whole block are
+ * dropped (no gradient reaches them), as MATLAB's layer does;
+ * DLA_ERR_SHAPE for an input smaller than one block. */
 DLA_API dla_layer *dla_space_to_depth_layer(const int64_t block_size[2],
                                             const dla_layer_options *opts);
 
