@@ -558,6 +558,11 @@ static void fused_case(cf_case *c, int multi)
         if (!(in[i] = cf_buf_new(c, a.dtype, cf_view(c, &a.inputs[i], a.dtype, nd, dims, 1), -2, 2,
                                  10)))
             return;
+        /* NaN and infinities, which each step must treat as its kernel
+         * does (relu, max, sign of NaN), interpreted or compiled. */
+        sprinkle(c, in[i]);
+        if (!cf_buf_upload(c, in[i]))
+            return;
     }
     a.y = y;
     /* The extras: distinct registers below the last, each in a buffer of
