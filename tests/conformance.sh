@@ -7,7 +7,8 @@
 # graphwrap (the cpu plugin with plan_replay as a recorded graph), and
 # opencl when it was built and finds a device, and then once more for opencl's GEMM with its own kernel on
 # the large cases it would give CLBlast, and for its summed fused programs
-# (fused_reduce and the pair) in each layout, interpreted and compiled.
+# (fused_reduce and the pair) in each layout, interpreted and compiled,
+# and for its sums as on a device without double (DLACCEL_OPENCL_FP64=off).
 # One TAP stream: each run's lines renumbered, the plan last.
 tool="$DLA_TEST_BUILDDIR/tools/dlaccel"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dla-conformance-XXXXXX") || exit 1
@@ -67,6 +68,15 @@ case "$*" in
                     " (DLACCEL_OPENCL_FUSED_REDUCE=$layout DLACCEL_OPENCL_FUSED=$fused)" \
                     --kernel $kernel
             done
+        done
+    done
+    # As on a device without cl_khr_fp64 (float sums compensated in
+    # float, no double kernels), the kernels that sum, in each layout.
+    for layout in runs lanes; do
+        for kernel in reduce fused_reduce fused_reduce_pair; do
+            DLACCEL_OPENCL_FP64=off DLACCEL_OPENCL_FUSED_REDUCE=$layout \
+                run "$DLA_TEST_BUILDDIR/plugins/opencl/opencl.json" \
+                " (DLACCEL_OPENCL_FP64=off DLACCEL_OPENCL_FUSED_REDUCE=$layout)" --kernel $kernel
         done
     done
     ;;

@@ -253,6 +253,16 @@ int64_t cf_numel(int ndims, const int64_t *dims)
     return n;
 }
 
+int64_t cf_view_at(const dla_view *v, int64_t l)
+{
+    int64_t at = v->offset;
+    for (int d = 0; d < v->ndims; d++) {
+        at += (l % v->dims[d]) * v->strides[d];
+        l /= v->dims[d];
+    }
+    return at;
+}
+
 void cf_dims(cf_case *c, int *ndims, int64_t *dims, int max_ndims, int64_t max_dim,
              int zero_percent)
 {

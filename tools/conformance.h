@@ -154,6 +154,8 @@ int cf_buf_download(cf_case *c, const cf_buf *b, void **got, void **want);
  * its buffer needs. */
 int64_t cf_view(cf_case *c, dla_view *v, dla_dtype t, int ndims, const int64_t *dims,
                 int broadcast);
+/* The buffer position of element l (column-major) of v. */
+int64_t cf_view_at(const dla_view *v, int64_t l);
 /* A dense column-major view; returns its elements. */
 int64_t cf_dense(dla_view *v, dla_dtype t, int ndims, const int64_t *dims);
 /* Random dims: ndims in 0..max_ndims, each 1..max_dim (some 1, a few 0). */

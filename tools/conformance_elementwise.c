@@ -558,6 +558,11 @@ static void fused_case(cf_case *c, int multi)
         if (!(in[i] = cf_buf_new(c, a.dtype, cf_view(c, &a.inputs[i], a.dtype, nd, dims, 1), -2, 2,
                                  10)))
             return;
+        /* NaN and infinities, which each step must treat as its kernel
+         * does (relu, max, sign of NaN), interpreted or compiled. */
+        sprinkle(c, in[i]);
+        if (!cf_buf_upload(c, in[i]))
+            return;
     }
     a.y = y;
     /* The extras: distinct registers below the last, each in a buffer of
@@ -797,6 +802,17 @@ static void fused_reduce_case(cf_case *c, int pair)
                                  cf_view(c, &r.program.inputs[i], r.program.dtype, nd, dims, 1),
                                  -2, 2, 10)))
             return;
+    /* Infinities and NaN among the summed values too (a compensated
+     * float sum must keep an infinity one). */
+    const int64_t npos = cf_numel(nd, dims);
+    for (int i = 0; i < r.program.ninputs; i++) {
+        if (npos > 0 && cf_chance(c, 30))
+            cf_buf_set(in[i], cf_view_at(&r.program.inputs[i], cf_int(c, 0, npos - 1)),
+                       cf_chance(c, 50) ? INFINITY : -INFINITY);
+        sprinkle(c, in[i]);
+        if (!cf_buf_upload(c, in[i]))
+            return;
+    }
     dla_view y, y2, full;
     cf_buf *by = cf_buf_new(c, r.program.dtype, cf_view(c, &y, r.program.dtype, nd, yd, 0), -2,
                             2, 0);

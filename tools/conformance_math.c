@@ -5,7 +5,9 @@
  * same reduction or product over absolute values, which the oracle
  * computes on |inputs|: every order of summation, in the dtype or wider,
  * stays inside it. max and min, and the positions they report, are exact
- * (ties keep the first position, a NaN wins).
+ * (ties keep the first position, a NaN wins). NaN and infinities come
+ * now and then: a sum holding an infinity is that infinity or NaN,
+ * exactly.
  */
 #include "tools/conformance.h"
 
@@ -58,8 +60,14 @@ void cf_case_reduce(cf_case *c)
     if (ties)
         for (int64_t i = 0; i < bx->n; i++)
             cf_buf_set(bx, i, round(cf_buf_get(bx, i)));
-    if (cf_chance(c, 20))
-        cf_buf_set(bx, cf_int(c, 0, bx->n - 1), NAN);
+    /* A NaN or an infinity now and then: a sum with an infinity among
+     * finite terms is that infinity (a compensated float sum must not
+     * make it NaN), one with both infinities NaN. */
+    static const double special[] = {NAN, INFINITY, -INFINITY};
+    const int64_t nx = cf_numel(nd, xd);
+    for (int k = 0; k < 2; k++)
+        if (nx > 0 && cf_chance(c, extreme ? 20 : 40))
+            cf_buf_set(bx, cf_view_at(&x, cf_int(c, 0, nx - 1)), special[cf_int(c, 0, 2)]);
     if (!cf_buf_upload(c, bx))
         return;
     char s1[96], s2[96], v0[128], v1[128];

@@ -70,12 +70,14 @@ static void fr_output(__global const dla_fr *f, long o, int pair, long *yo, long
     }
 }
 
-/* s += v in FR_ACC, compensated where that is float. */
+/* s += v in FR_ACC, compensated where that is float while the sum is
+ * finite (the term of an infinite sum is NaN: reduce.cl says why). */
 #define FR_ADD(s, comp, v)                                                     \
     {                                                                          \
         const FR_ACC add = (FR_ACC)(v) - comp;                                 \
         const FR_ACC sum = s + add;                                            \
-        comp = sizeof(FR_ACC) > sizeof(float) ? 0 : (sum - s) - add;           \
+        comp = sizeof(FR_ACC) > sizeof(float) || !isfinite(sum) ? 0            \
+                                                : (sum - s) - add;             \
         s = sum;                                                               \
     }
 

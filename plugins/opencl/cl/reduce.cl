@@ -12,9 +12,11 @@
  * merges them per output.
  *
  * Sums are kept in double where the device has it (as the cpu plugin
- * keeps them), else in float with a compensation term. max/min: the first
- * NaN wins, else the largest (smallest) value at its first position; the
- * merge compares positions, since parts interleave.
+ * keeps them), else in float with a compensation term, which is dropped
+ * once the sum is not finite: (inf - s) - inf is NaN, and carried on it
+ * made the sum of an infinity and a later finite term NaN, not infinite.
+ * max/min: the first NaN wins, else the largest (smallest) value at its
+ * first position; the merge compares positions, since parts interleave.
  */
 #define DLA_RD 8
 
@@ -82,7 +84,8 @@ static long red_pos(const dla_red *r, long p)
         for (long p = p0; p < p1; p += step) {                                 \
             const ACC v = (ACC)x[xo + red_pos(&r, p)] - comp;                  \
             const ACC t = s + v;                                               \
-            comp = sizeof(ACC) > sizeof(float) ? 0 : (t - s) - v;              \
+            comp = sizeof(ACC) > sizeof(float) || !isfinite(t) ? 0             \
+                                                   : (t - s) - v;              \
             s = t;                                                             \
         }                                                                      \
         if (r.parts > 1) {                                                     \
