@@ -10,7 +10,7 @@ unset DLACCEL_DEVICE DLACCEL_PLUGINS_DISABLE DLACCEL_LOG
 DLACCEL_PLUGIN_PATH="$plugins"
 export DLACCEL_PLUGIN_PATH
 
-echo "1..30"
+echo "1..31"
 n=0
 # check DESCRIPTION EXPECTED-STATUS PATTERN...: runs the tool (arguments in
 # $args, output in $tmp/out), compares the status and greps each pattern.
@@ -151,6 +151,19 @@ if [ -w /dev/full ]; then
     fi
 else
     echo "ok $n # SKIP no /dev/full here"
+fi
+
+# A closed standard output is a failure too: the first file the library
+# opened took its number (the cpu plugin's lock file in /dev/shm), the
+# listing went into that file and the exit status was 0. (That file is
+# made only where OMP_NUM_THREADS is unset, as a user's shell has it.)
+n=$((n + 1))
+env -u OMP_NUM_THREADS "$tool" devices >&- 2>"$tmp/err"
+got=$?
+if [ $got -eq 1 ] && grep -qF "dlaccel devices: cannot write the output" "$tmp/err"; then
+    echo "ok $n - a closed standard output exits 1 and says so"
+else
+    sed 's/^/#   /' "$tmp/err"; echo "not ok $n - a closed standard output exits 1 (got $got)"
 fi
 
 # check-plugin's numbers: a negative or overflowing seed, a case number

@@ -10,8 +10,10 @@
 #include <dlaccel.h>
 #include <dlaccel/plugin.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static int cmd_help(int argc, char **argv);
 static int cmd_version(int argc, char **argv);
@@ -160,8 +162,28 @@ static int cmd_version(int argc, char **argv)
     return DLA_TOOL_OK;
 }
 
+/* A standard stream the caller closed (`dlaccel devices >&-`) is held by
+ * /dev/null opened read-only. Left closed, the first file the library
+ * opened took its number (the cpu plugin's lock file in /dev/shm, a
+ * plugin's breadcrumb), the listing was written into that file and the
+ * exit status was 0. Read-only, every write to it fails (EBADF), so the
+ * output check at the end reports it. */
+static void hold_closed_streams(void)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+            continue;
+        int held = open("/dev/null", O_RDONLY);
+        if (held >= 0 && held != fd) {
+            dup2(held, fd);
+            close(held);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
+    hold_closed_streams();
     if (argc < 2) {
         print_usage(stderr);
         return DLA_TOOL_USAGE;
