@@ -26,6 +26,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 const cf_kernel cf_kernels[] = {
     {"memory", DLA_KERNEL_COUNT, cf_case_memory},
@@ -141,6 +142,25 @@ static const char *find_plugin(const options *o, char *real, size_t size)
     }
     snprintf(real, size, "%s", r);
     free(r);
+    /* Said before the folder is searched: a folder given as the manifest
+     * (`check-plugin /tmp`) put its parent on the path, every manifest
+     * there was read and warned about, and the answer was "not found by
+     * discovery (not a .json file?)". */
+    struct stat st;
+    const int found = stat(real, &st) == 0;
+    if (!found || !S_ISREG(st.st_mode)) {
+        fprintf(stderr, "dlaccel check-plugin: %s: %s, not a manifest (the plugin's .json file)\n",
+                o->manifest, found && S_ISDIR(st.st_mode) ? "a folder" : "not a regular file");
+        return NULL;
+    }
+    const size_t len = strlen(o->manifest);
+    if (len < 5 || strcmp(o->manifest + len - 5, ".json") != 0) {
+        fprintf(stderr,
+                "dlaccel check-plugin: %s: discovery reads only files whose names end in "
+                ".json: no program would find this manifest\n",
+                o->manifest);
+        return NULL;
+    }
     /* The folder the manifest is named in, not its real file's: a
      * symbolic link's relative library_path is joined to the link's
      * folder, as discovery does for every program (taken from the real
@@ -186,9 +206,10 @@ static const char *find_plugin(const options *o, char *real, size_t size)
         if (!same)
             continue;
         if (m.state != DLA_MANIFEST_LOADED) {
-            fprintf(stderr, "dlaccel check-plugin: %s: plugin '%s' %s%s%s\n", o->manifest,
-                    m.plugin, dla_manifest_state_name(m.state), m.reason[0] ? ": " : "",
-                    m.reason);
+            /* An invalid manifest may name no plugin ("plugin '' invalid"). */
+            fprintf(stderr, "dlaccel check-plugin: %s: %s%s%s%s%s%s\n", o->manifest,
+                    m.plugin[0] ? "plugin '" : "", m.plugin, m.plugin[0] ? "' " : "",
+                    dla_manifest_state_name(m.state), m.reason[0] ? ": " : "", m.reason);
             return NULL;
         }
         return m.plugin;
