@@ -4,7 +4,9 @@
 # case that reruns it:
 #   declineall  declines strided_copy on non-dense views, which nothing
 #               rescues (the core makes views dense with strided_copy);
-#   badindex    reads gather's and scatter_add's index views as dense.
+#   badindex    reads gather's and scatter_add's index views as dense;
+#   zerosign    gives +0 for neg(+0) (x * -1 + 0): 8, an exact result is
+#               exact in the sign of a zero too (the compare was ==).
 # and passes denseonly, whose declines the core's dense retry rescues.
 # 6-7. A device of the plugin that cannot be opened (testmem's second with
 # DLA_TESTMEM_BROKEN=1) is a failure naming it and the reason, beside the
@@ -15,7 +17,7 @@ wrap="$DLA_TEST_BUILDDIR/tests/cpuwrap.d"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dla-broken-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 unset DLACCEL_DEVICE
-echo "1..7"
+echo "1..8"
 n=0
 # expect STATUS PATTERN PLUGIN KERNEL: check-plugin on one kernel of a
 # wrapped plugin exits with STATUS and prints a line matching PATTERN.
@@ -57,3 +59,6 @@ for only in "" "--device 1"; do
         sed 's/^/# /' "$tmp/out" | head -20
     fi
 done
+
+expect 1 "^FAIL zerosign:0 unary case 0 .*unary neg .* is 0, the oracle's -0 (allowed difference 0)" \
+    zerosign unary

@@ -31,11 +31,17 @@ tests_plugins_libdlaccel_declineall_la_LIBADD = -ldl
 tests_plugins_libdlaccel_badindex_la_SOURCES = tests/plugins/cpuwrap.c tests/plugins/cpu_inner.h
 tests_plugins_libdlaccel_badindex_la_CFLAGS = $(DLA_CPUWRAP_CFLAGS) -DCPUWRAP_MODE=MODE_BADINDEX
 tests_plugins_libdlaccel_badindex_la_LDFLAGS = $(DLA_CPUWRAP_LDFLAGS)
+check_LTLIBRARIES += tests/plugins/libdlaccel-zerosign.la
+tests_plugins_libdlaccel_zerosign_la_SOURCES = tests/plugins/cpuwrap.c tests/plugins/cpu_inner.h
+tests_plugins_libdlaccel_zerosign_la_CFLAGS = $(DLA_CPUWRAP_CFLAGS) -DCPUWRAP_MODE=MODE_ZEROSIGN
+tests_plugins_libdlaccel_zerosign_la_LDFLAGS = $(DLA_CPUWRAP_LDFLAGS)
+tests_plugins_libdlaccel_zerosign_la_LIBADD = -ldl
 tests_plugins_libdlaccel_badindex_la_LIBADD = -ldl
 EXTRA_DIST += tests/plugins/cpuwrap.json.in
 
 DLA_CPUWRAP_MANIFESTS = tests/cpuwrap.d/denseonly/denseonly.json \
-	tests/cpuwrap.d/declineall/declineall.json tests/cpuwrap.d/badindex/badindex.json
+	tests/cpuwrap.d/declineall/declineall.json tests/cpuwrap.d/badindex/badindex.json \
+	tests/cpuwrap.d/zerosign/zerosign.json
 $(DLA_CPUWRAP_MANIFESTS): $(top_srcdir)/tests/plugins/cpuwrap.json.in Makefile
 	$(AM_V_GEN)name=`basename $@ .json` && $(MKDIR_P) tests/cpuwrap.d/$$name && \
 	$(SED) -e "s|@NAME@|$$name|g" \
