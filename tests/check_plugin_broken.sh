@@ -6,7 +6,11 @@
 #               rescues (the core makes views dense with strided_copy);
 #   badindex    reads gather's and scatter_add's index views as dense;
 #   zerosign    gives +0 for neg(+0) (x * -1 + 0): 8, an exact result is
-#               exact in the sign of a zero too (the compare was ==).
+#               exact in the sign of a zero too (the compare was ==);
+#   kitunary    (tests/plugins/kitunary.c, a third party's first kernel on
+#               the kit) with DLA_KITUNARY_BUG=sigmoid-tail flushes
+#               sigmoid to 0 below -20: 9-10, passed without the bug and
+#               failed with it (its cases drew inputs in -4..4 only).
 # and passes denseonly, whose declines the core's dense retry rescues.
 # 6-7. A device of the plugin that cannot be opened (testmem's second with
 # DLA_TESTMEM_BROKEN=1) is a failure naming it and the reason, beside the
@@ -17,7 +21,7 @@ wrap="$DLA_TEST_BUILDDIR/tests/cpuwrap.d"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dla-broken-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 unset DLACCEL_DEVICE
-echo "1..8"
+echo "1..10"
 n=0
 # expect STATUS PATTERN PLUGIN KERNEL: check-plugin on one kernel of a
 # wrapped plugin exits with STATUS and prints a line matching PATTERN.
@@ -62,3 +66,22 @@ done
 
 expect 1 "^FAIL zerosign:0 unary case 0 .*unary neg .* is 0, the oracle's -0 (allowed difference 0)" \
     zerosign unary
+
+mkdir "$tmp/kitunary"
+printf '{"file_format_version": "1.0.0", "plugin": {"name": "kitunary", "library_path": "%s", "abi_version": "1.0"}}\n' \
+    "$DLA_TEST_BUILDDIR/tests/plugins/.libs/kitunary.so" >"$tmp/kitunary/kitunary.json"
+for bug in "" sigmoid-tail; do
+    n=$((n + 1))
+    DLA_KITUNARY_BUG=$bug timeout 300 "$tool" check-plugin --kernel unary --cases 300 \
+        "$tmp/kitunary/kitunary.json" >"$tmp/out" 2>&1
+    status=$?
+    if [ -z "$bug" ] && [ $status -eq 0 ] && grep -q "^every case passed" "$tmp/out"; then
+        echo "ok $n - check-plugin kitunary --kernel unary: a right kernel on the kit passes"
+    elif [ -n "$bug" ] && [ $status -eq 1 ] &&
+        grep -q "^FAIL kitunary:0 unary case [0-9]* .*unary sigmoid .* is 0, the oracle's" "$tmp/out"; then
+        echo "ok $n - check-plugin kitunary --kernel unary: sigmoid flushed to 0 below -20 fails"
+    else
+        echo "not ok $n - check-plugin kitunary --kernel unary, bug '$bug' (exit $status)"
+        sed 's/^/# /' "$tmp/out" | head -20
+    fi
+done
