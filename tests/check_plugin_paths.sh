@@ -17,7 +17,10 @@
 # that names no plugin are said to be that: a folder put its parent on the
 # path, every manifest there was read and warned about, and the answer
 # was "not found by discovery (not a .json file?)"; an invalid manifest
-# without a name was "plugin '' invalid". TAP.
+# without a name was "plugin '' invalid".
+# 8. A manifest whose abi_version is not the version init answers is said
+# to be (docs/plugins.md, section 9's checklist), and one that matches is
+# not. TAP.
 tool="$DLA_TEST_BUILDDIR/tools/dlaccel"
 plugins="$DLA_TEST_BUILDDIR/plugins.d"
 cpulib="$DLA_TEST_BUILDDIR/plugins/cpu/.libs/libdlaccel-cpu.so"
@@ -26,7 +29,7 @@ trap 'rm -rf "$tmp"' EXIT
 unset DLACCEL_DEVICE DLACCEL_PLUGINS_DISABLE DLACCEL_LOG
 DLACCEL_PLUGIN_PATH=$plugins
 export DLACCEL_PLUGIN_PATH
-echo "1..7"
+echo "1..8"
 n=0
 # layout NAME WHERE: the manifest in $tmp/NAME/real, linked from
 # $tmp/NAME/link, its library (relative) beside the real file or the link.
@@ -110,4 +113,20 @@ if [ $status -eq 1 ] && grep -qF "dlaccel check-plugin: $tmp/noname/x.json: inva
 else
     echo "not ok $n - a manifest that names no plugin (exit $status)"
     sed 's/^/# /' "$tmp/check.out" | head -n 10
+fi
+
+n=$((n + 1))
+mkdir "$tmp/minor"
+sed -e "s|\"abi_version\": \"[^\"]*\"|\"abi_version\": \"1.2\"|" -e 's|"name": "cpu"|"name": "cpuminor"|' \
+    "$tmp/cpu/cpu.json" >"$tmp/minor/cpuminor.json"
+"$tool" check-plugin --kernel fill --cases 2 "$tmp/minor/cpuminor.json" >"$tmp/check.out" 2>&1
+status=$?
+"$tool" check-plugin --kernel fill --cases 2 "$tmp/cpu/cpu.json" >"$tmp/check2.out" 2>&1
+if [ $status -eq 0 ] &&
+    grep -q "^note: the manifest declares ABI 1.2 and the plugin answers 1\.[0-9]*: keep the two the same" "$tmp/check.out" &&
+    ! grep -q "note: the manifest declares" "$tmp/check2.out"; then
+    echo "ok $n - a manifest declaring another ABI than init answers is noted, a matching one not"
+else
+    echo "not ok $n - the declared and answered ABI (exit $status)"
+    sed 's/^/# /' "$tmp/check.out" "$tmp/check2.out" | head -n 10
 fi

@@ -133,7 +133,7 @@ static int parse(int argc, char **argv, options *o)
 
 /* Puts the manifest's folder first on the search path and finds its
  * plugin's name; NULL (said why) when it cannot be had. */
-static const char *find_plugin(const options *o, char *real, size_t size, int *count)
+static const char *find_plugin(const options *o, char *real, size_t size, int *count, int *index)
 {
     char *r = realpath(o->manifest, NULL);
     if (!r) {
@@ -213,6 +213,7 @@ static const char *find_plugin(const options *o, char *real, size_t size, int *c
             return NULL;
         }
         *count = m.device_count;
+        *index = i;
         return m.plugin;
     }
     fprintf(stderr, "dlaccel check-plugin: %s: not found by discovery (not a .json file?)\n",
@@ -335,8 +336,8 @@ int dla_tool_check_plugin(int argc, char **argv)
     if (st != DLA_TOOL_OK)
         return st;
     char real[PATH_MAX];
-    int count = 0;
-    const char *name = find_plugin(&o, real, sizeof real, &count);
+    int count = 0, index = -1;
+    const char *name = find_plugin(&o, real, sizeof real, &count, &index);
     if (!name)
         return DLA_TOOL_FAILED;
     dla_device *oracle = dla_device_get("cpu");
@@ -387,6 +388,21 @@ int dla_tool_check_plugin(int argc, char **argv)
                "kernel, seed %llu\n",
                o.manifest, name, ndev, ndev == 1 ? "" : "s", dla_device_name(oracle), o.cases,
                (unsigned long long)o.seed);
+    /* The minor the manifest declares is informational to the library,
+     * but the guide's checklist asks for the version init answers:
+     * otherwise `dlaccel devices` shows the two apart and a reader of the
+     * manifest is told another ABI than the one the plugin speaks. */
+    dla_manifest_info mi = {.struct_size = sizeof mi};
+    if (dla_manifest_get(index, &mi) == DLA_OK && mi.abi_major >= 0) {
+        char answered[32];
+        snprintf(answered, sizeof answered, "%d.%d", mi.abi_major, mi.abi_minor);
+        int dmaj = -1, dmin = -1;
+        if (sscanf(mi.abi_declared, "%d.%d", &dmaj, &dmin) != 2 || dmaj != mi.abi_major ||
+            dmin != mi.abi_minor)
+            printf("%snote: the manifest declares ABI %s and the plugin answers %s: keep the "
+                   "two the same (docs/plugins.md, section 2)\n",
+                   o.tap ? "# " : "", mi.abi_declared, answered);
+    }
     for (int b = 0; b < nbad; b++) {
         if (o.tap)
             printf("not ok %d - %s\n", b + 1, unopened[b]);
