@@ -31,11 +31,23 @@ tests_plugins_libdlaccel_declineall_la_LIBADD = -ldl
 tests_plugins_libdlaccel_badindex_la_SOURCES = tests/plugins/cpuwrap.c tests/plugins/cpu_inner.h
 tests_plugins_libdlaccel_badindex_la_CFLAGS = $(DLA_CPUWRAP_CFLAGS) -DCPUWRAP_MODE=MODE_BADINDEX
 tests_plugins_libdlaccel_badindex_la_LDFLAGS = $(DLA_CPUWRAP_LDFLAGS)
+check_LTLIBRARIES += tests/plugins/libdlaccel-zerosign.la
+tests_plugins_libdlaccel_zerosign_la_SOURCES = tests/plugins/cpuwrap.c tests/plugins/cpu_inner.h
+tests_plugins_libdlaccel_zerosign_la_CFLAGS = $(DLA_CPUWRAP_CFLAGS) -DCPUWRAP_MODE=MODE_ZEROSIGN
+tests_plugins_libdlaccel_zerosign_la_LDFLAGS = $(DLA_CPUWRAP_LDFLAGS)
+tests_plugins_libdlaccel_zerosign_la_LIBADD = -ldl
+# The hello plugin with a unary kernel on the plugin kit, and a bug in the
+# tails of sigmoid that check-plugin must find (tests/plugins/kitunary.c).
+check_LTLIBRARIES += tests/plugins/kitunary.la
+tests_plugins_kitunary_la_SOURCES = tests/plugins/kitunary.c
+tests_plugins_kitunary_la_LDFLAGS = $(DLA_FAKE_PLUGIN_LDFLAGS)
+tests_plugins_kitunary_la_LIBADD = -lm
 tests_plugins_libdlaccel_badindex_la_LIBADD = -ldl
 EXTRA_DIST += tests/plugins/cpuwrap.json.in
 
 DLA_CPUWRAP_MANIFESTS = tests/cpuwrap.d/denseonly/denseonly.json \
-	tests/cpuwrap.d/declineall/declineall.json tests/cpuwrap.d/badindex/badindex.json
+	tests/cpuwrap.d/declineall/declineall.json tests/cpuwrap.d/badindex/badindex.json \
+	tests/cpuwrap.d/zerosign/zerosign.json
 $(DLA_CPUWRAP_MANIFESTS): $(top_srcdir)/tests/plugins/cpuwrap.json.in Makefile
 	$(AM_V_GEN)name=`basename $@ .json` && $(MKDIR_P) tests/cpuwrap.d/$$name && \
 	$(SED) -e "s|@NAME@|$$name|g" \

@@ -10,7 +10,7 @@ unset DLACCEL_DEVICE DLACCEL_PLUGINS_DISABLE DLACCEL_LOG
 DLACCEL_PLUGIN_PATH="$plugins"
 export DLACCEL_PLUGIN_PATH
 
-echo "1..30"
+echo "1..33"
 n=0
 # check DESCRIPTION EXPECTED-STATUS PATTERN...: runs the tool (arguments in
 # $args, output in $tmp/out), compares the status and greps each pattern.
@@ -132,6 +132,22 @@ args="export-images --limit 99999999999999999999999 $tmp/out"
 check "export-images --limit past int64 is a usage error (exit 2)" 2 \
     "dlaccel export-images: --limit 99999999999999999999999: a count >= 1"
 
+# A tiny Fashion-MNIST (3 blank images, labels 0 1 2), and an OUTDIR
+# whose files' paths pass 4095 bytes: their names were cut
+# ("0_T-shirt-top/00001.pn") and the export said it wrote them, exit 0.
+mkdir "$tmp/idx"
+{ printf '\000\000\010\003\000\000\000\003\000\000\000\034\000\000\000\034'; head -c 2352 /dev/zero; } |
+    gzip -c >"$tmp/idx/train-images-idx3-ubyte.gz"
+printf '\000\000\010\001\000\000\000\003\000\001\002' | gzip -c >"$tmp/idx/train-labels-idx1-ubyte.gz"
+args="export-images --dir $tmp/idx $tmp/small"
+check "export-images of a small IDX folder writes its images" 0 "wrote 3 train images of 28x28"
+comp=$(printf '%0200d' 0 | tr 0 d)
+long=$tmp/long
+while [ ${#long} -lt 3860 ]; do long=$long/$comp; done
+long=$long/$(printf "%0$((4071 - ${#long}))d" 0 | tr 0 e)
+args="export-images --dir $tmp/idx $long"
+check "export-images refuses an OUTDIR whose files' paths would pass 4095 bytes (exit 1)" 1 \
+    "the paths of its files would be longer than 4095 bytes (nothing written)"
 args=frobnicate
 check "an unknown command exits 2 with the list of commands" 2 \
     "unknown command 'frobnicate'" "devices" "version"
@@ -151,6 +167,19 @@ if [ -w /dev/full ]; then
     fi
 else
     echo "ok $n # SKIP no /dev/full here"
+fi
+
+# A closed standard output is a failure too: the first file the library
+# opened took its number (the cpu plugin's lock file in /dev/shm), the
+# listing went into that file and the exit status was 0. (That file is
+# made only where OMP_NUM_THREADS is unset, as a user's shell has it.)
+n=$((n + 1))
+env -u OMP_NUM_THREADS "$tool" devices >&- 2>"$tmp/err"
+got=$?
+if [ $got -eq 1 ] && grep -qF "dlaccel devices: cannot write the output" "$tmp/err"; then
+    echo "ok $n - a closed standard output exits 1 and says so"
+else
+    sed 's/^/#   /' "$tmp/err"; echo "not ok $n - a closed standard output exits 1 (got $got)"
 fi
 
 # check-plugin's numbers: a negative or overflowing seed, a case number

@@ -446,7 +446,9 @@ int cf_compare(cf_case *c, const cf_buf *b, const dla_view *view, cf_tol tol)
         const double g = get(b->dtype, got, i), w = get(b->dtype, want, i);
         const int in = !inside || inside[i];
         if (!is_float(b->dtype) || !in || (tol.ulps == 0 && !tol.mag)) {
-            ok = g == w || (isnan(g) && isnan(w));
+            /* Exact is the sign of a zero too (== takes -0 for +0: a neg
+             * written as 0 - x, an abs or relu that kept -0, passed). */
+            ok = (g == w && signbit(g) == signbit(w)) || (isnan(g) && isnan(w));
         } else if (isnan(w) || isnan(g)) {
             ok = isnan(w) && isnan(g);
         } else if (isinf(w) || isinf(g)) {

@@ -10,8 +10,10 @@
 #include <dlaccel.h>
 #include <dlaccel/plugin.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static int cmd_help(int argc, char **argv);
 static int cmd_version(int argc, char **argv);
@@ -58,7 +60,8 @@ static const dla_tool_command commands[] = {
      "Each kernel's line says the cases run per dtype (and distribution), the\n"
      "declines and refusals, and what was skipped and why; kernels the plugin\n"
      "leaves to the cpu plugin are skipped. A failing case prints one line with\n"
-     "the call and how to rerun it alone. Exit status 1 when a case fails.\n"
+     "the call and how to rerun it alone; a device that cannot be opened fails\n"
+     "with device_open's message. Exit status 1 when a case fails.\n"
      "Options: --kernel NAME (memory, fill, strided_copy, cast, unary, binary,\n"
      "ternary, reduce, gemm, conv_forward, conv_backward_data,\n"
      "conv_backward_filter, pool_forward, pool_backward, gather, scatter_add,\n"
@@ -160,8 +163,28 @@ static int cmd_version(int argc, char **argv)
     return DLA_TOOL_OK;
 }
 
+/* A standard stream the caller closed (`dlaccel devices >&-`) is held by
+ * /dev/null opened read-only. Left closed, the first file the library
+ * opened took its number (the cpu plugin's lock file in /dev/shm, a
+ * plugin's breadcrumb), the listing was written into that file and the
+ * exit status was 0. Read-only, every write to it fails (EBADF), so the
+ * output check at the end reports it. */
+static void hold_closed_streams(void)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+            continue;
+        int held = open("/dev/null", O_RDONLY);
+        if (held >= 0 && held != fd) {
+            dup2(held, fd);
+            close(held);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
+    hold_closed_streams();
     if (argc < 2) {
         print_usage(stderr);
         return DLA_TOOL_USAGE;

@@ -170,6 +170,25 @@ int dla_tool_export_images(int argc, char **argv)
         fprintf(stderr, "dlaccel export-images: cannot read the images: %s\n", dla_last_error());
         rc = DLA_TOOL_FAILED;
     }
+    /* The longest path written must fit the buffers below: past them the
+     * names were cut ("0_T-shirt-top/00001.pn") and the export said it
+     * wrote them, exit 0. */
+    char path[4096], name[64];
+    if (rc == DLA_TOOL_OK) {
+        size_t folder = 0;
+        for (int k = 0; k < DLA_FASHION_MNIST_CLASSES; k++) {
+            folder_name(k, name, sizeof name);
+            folder = strlen(name) > folder ? strlen(name) : folder;
+        }
+        const int digits = snprintf(NULL, 0, "%05lld", (long long)(n > 0 ? n - 1 : 0));
+        if (strlen(out) + 1 + folder + 1 + (size_t)digits + 4 >= sizeof path) {
+            fprintf(stderr,
+                    "dlaccel export-images: %.60s...: the paths of its files would be longer than "
+                    "%zu bytes (nothing written)\n",
+                    out, sizeof path - 1);
+            rc = DLA_TOOL_FAILED;
+        }
+    }
     /* Checked before anything is written, so a refused export leaves the
      * tree as it found it. */
     long long stale = rc == DLA_TOOL_OK ? stale_files(out, labels, n) : 0;
@@ -181,7 +200,6 @@ int dla_tool_export_images(int argc, char **argv)
                 out, stale, stale == 1 ? "" : "s");
         rc = DLA_TOOL_FAILED;
     }
-    char path[4096], name[64];
     if (rc == DLA_TOOL_OK && make_dir(out) != 0)
         rc = DLA_TOOL_FAILED;
     /* A class's folder is made with its first file: an empty one (a

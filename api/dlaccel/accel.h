@@ -80,10 +80,12 @@
  * while recording warns once and marks the trace data-dependent.
  * CheckMode "tolerance" finds traces that differ from the function.
  */
+/* Before the guard: included first, this header still comes in dlaccel.h's
+ * order, after the declarations it uses. */
+#include <dlaccel.h>
 #ifndef DLACCEL_ACCEL_H
 #define DLACCEL_ACCEL_H
 
-#include <dlaccel.h>
 #include <stdio.h>
 
 #ifdef __cplusplus

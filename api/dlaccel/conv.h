@@ -21,10 +21,11 @@
  * optional (one observation). Other labels ("U", or "T" beside "S") are
  * DLA_ERR_FORMAT. Below, "spatial dim i" is the i-th convolved dim.
  */
+/* Before the guard: included first, this header still comes in dlaccel.h's
+ * order, after the declarations it uses. */
+#include <dlaccel.h>
 #ifndef DLACCEL_CONV_H
 #define DLACCEL_CONV_H
-
-#include <dlaccel.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -38,10 +38,11 @@
  * status set dla_last_error() on failure, naming the function, the
  * argument or the file, and what is wrong.
  */
+/* Before the guard: included first, this header still comes in dlaccel.h's
+ * order, after the declarations it uses. */
+#include <dlaccel.h>
 #ifndef DLACCEL_DATA_H
 #define DLACCEL_DATA_H
-
-#include <dlaccel.h>
 
 #ifdef __cplusplus
 extern "C" {

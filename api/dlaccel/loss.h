@@ -17,10 +17,11 @@
  * options take MATLAB's values ("all-elements") and NULL or "" for the
  * default. Differentiable means dla_gradient can go through the op.
  */
+/* Before the guard: included first, this header still comes in dlaccel.h's
+ * order, after the declarations it uses. */
+#include <dlaccel.h>
 #ifndef DLACCEL_LOSS_H
 #define DLACCEL_LOSS_H
-
-#include <dlaccel.h>
 
 #ifdef __cplusplus
 extern "C" {

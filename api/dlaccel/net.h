@@ -67,10 +67,12 @@
  * the function, the layer and the shapes. DLA_ERR_STATE for a network that
  * is not initialized yet.
  */
+/* Before the guard: included first, this header still comes in dlaccel.h's
+ * order, after the declarations it uses. */
+#include <dlaccel.h>
 #ifndef DLACCEL_NET_H
 #define DLACCEL_NET_H
 
-#include <dlaccel.h>
 #include <stdio.h>
 
 #ifdef __cplusplus

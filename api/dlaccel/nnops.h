@@ -20,10 +20,11 @@
  * owned by the open scope); errors are sticky and name the op, the argument
  * and the shapes.
  */
+/* Before the guard: included first, this header still comes in dlaccel.h's
+ * order, after the declarations it uses. */
+#include <dlaccel.h>
 #ifndef DLACCEL_NNOPS_H
 #define DLACCEL_NNOPS_H
-
-#include <dlaccel.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,10 +1,11 @@
 /*
  * dlaccel/ode.h - included by dlaccel.h; do not include it directly.
  */
+/* Before the guard: included first, this header still comes in dlaccel.h's
+ * order, after the declarations it uses. */
+#include <dlaccel.h>
 #ifndef DLACCEL_ODE_H
 #define DLACCEL_ODE_H
-
-#include <dlaccel.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -32,10 +32,11 @@
  * entry, the list and both devices: nothing is moved). All arithmetic is
  * done with ops on the tensors' device.
  */
+/* Before the guard: included first, this header still comes in dlaccel.h's
+ * order, after the declarations it uses. */
+#include <dlaccel.h>
 #ifndef DLACCEL_OPTIM_H
 #define DLACCEL_OPTIM_H
-
-#include <dlaccel.h>
 
 #ifdef __cplusplus
 extern "C" {

@@ -36,10 +36,12 @@
  *
  * Errors: functions return a dla_status and set dla_last_error().
  */
+/* Before the guard: included first, this header still comes in dlaccel.h's
+ * order, after the declarations it uses. */
+#include <dlaccel.h>
 #ifndef DLACCEL_PARALLEL_H
 #define DLACCEL_PARALLEL_H
 
-#include <dlaccel.h>
 #include <stdbool.h>
 
 #ifdef __cplusplus

@@ -9,10 +9,12 @@
  * equal dims where the ABI says so, of the dtypes it accepts and without
  * the overlaps the ABI rules out. Float dtypes follow kit->no_f64.
  */
+/* Before the guard: included first, this header still comes in dlaccel/plugin_kit.h's
+ * order, after the declarations it uses. */
+#include <dlaccel/plugin_kit.h>
 #ifndef DLACCEL_PLUGIN_KIT_ARGS_H
 #define DLACCEL_PLUGIN_KIT_ARGS_H
 
-#include <dlaccel/plugin_kit.h>
 #include <dlaccel/plugin_ops.h>
 #include <limits.h>
 #include <string.h>

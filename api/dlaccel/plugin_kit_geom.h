@@ -10,10 +10,12 @@
  * Spatial dims past nspatial are filled with size 1, stride 1, dilation 1
  * and no padding, so every loop can run over three spatial dims.
  */
+/* Before the guard: included first, this header still comes in dlaccel/plugin_kit.h's
+ * order, after the declarations it uses. */
+#include <dlaccel/plugin_kit.h>
 #ifndef DLACCEL_PLUGIN_KIT_GEOM_H
 #define DLACCEL_PLUGIN_KIT_GEOM_H
 
-#include <dlaccel/plugin_kit.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>

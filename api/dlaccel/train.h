@@ -35,10 +35,12 @@
  * Errors: functions return a dla_status and set dla_last_error(), naming
  * the function, the option or argument and what is wrong.
  */
+/* Before the guard: included first, this header still comes in dlaccel.h's
+ * order, after the declarations it uses. */
+#include <dlaccel.h>
 #ifndef DLACCEL_TRAIN_H
 #define DLACCEL_TRAIN_H
 
-#include <dlaccel.h>
 #include <stdio.h>
 
 #ifdef __cplusplus

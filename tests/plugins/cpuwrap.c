@@ -14,6 +14,10 @@
  *               (strides ignored), a bug a plugin written from the old
  *               header ("a dense DLA_I32 vector") would have: check-plugin
  *               must fail it.
+ *   zerosign    unary neg computed as affine with alpha -1 and beta 0,
+ *               which gives +0 for +0 where neg gives -0: only the sign
+ *               of a zero is wrong, and check-plugin must fail it (its
+ *               "exact" compare was ==, which takes -0 for +0).
  *
  * The cpu plugin's library (CPU_PLUGIN_LIB, the build tree's) is opened
  * with dlopen and its init fills the inner table; the wrapper copies it and
@@ -30,23 +34,28 @@
 #define MODE_DENSEONLY 1
 #define MODE_DECLINEALL 2
 #define MODE_BADINDEX 3
+#define MODE_ZEROSIGN 4
+/* The modes that decline views which are not dense. */
+#define WRAPS_DENSE (CPUWRAP_MODE == MODE_DENSEONLY || CPUWRAP_MODE == MODE_DECLINEALL)
 
 #ifndef CPUWRAP_MODE
-#error "build with -DCPUWRAP_MODE=MODE_DENSEONLY, MODE_DECLINEALL or MODE_BADINDEX"
+#error "build with -DCPUWRAP_MODE=MODE_DENSEONLY, MODE_DECLINEALL, MODE_BADINDEX or MODE_ZEROSIGN"
 #endif
 
 #if CPUWRAP_MODE == MODE_DENSEONLY
 #define NAME "denseonly"
 #elif CPUWRAP_MODE == MODE_DECLINEALL
 #define NAME "declineall"
-#else
+#elif CPUWRAP_MODE == MODE_BADINDEX
 #define NAME "badindex"
+#else
+#define NAME "zerosign"
 #endif
 
 static const dla_plugin_host *host;
 static dla_plugin inner;
 
-#if CPUWRAP_MODE != MODE_BADINDEX
+#if WRAPS_DENSE
 /* The docs' dense: strides[0] == 1 and each stride the one before times
  * the dim before (an empty view has nothing to touch). */
 static int dense(const dla_view *v)
@@ -91,7 +100,7 @@ static dla_status device_info(int index, dla_plugin_device_info *info)
     return cpu_inner_device_info(&inner, NAME, index, info);
 }
 
-#if CPUWRAP_MODE != MODE_BADINDEX
+#if WRAPS_DENSE
 static dla_status fill(void *dev, const dla_view *y, double value)
 {
     CHECK("fill", y, "y");
@@ -221,7 +230,7 @@ static dla_status random_fill(void *dev, const dla_random_args *a)
     CHECK("random", &a->y, "y");
     return inner.random(dev, a);
 }
-#else
+#elif CPUWRAP_MODE == MODE_BADINDEX
 /* The index read as a dense vector: element i at offset + i, whatever its
  * strides say. */
 static dla_index_args dense_index(const dla_index_args *a)
@@ -243,6 +252,18 @@ static dla_status scatter_add(void *dev, const dla_index_args *a)
     const dla_index_args b = dense_index(a);
     return inner.scatter_add(dev, &b);
 }
+#else
+/* neg as x * -1 + 0: -0 + 0 is +0, so +0 comes back +0, not -0. */
+static dla_status unary(void *dev, const dla_unary_args *a)
+{
+    if (a->op != DLA_UNARY_NEG)
+        return inner.unary(dev, a);
+    dla_unary_args b = *a;
+    b.op = DLA_UNARY_AFFINE;
+    b.alpha = -1;
+    b.beta = 0;
+    return inner.unary(dev, &b);
+}
 #endif
 
 DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *h, dla_plugin *table)
@@ -258,7 +279,7 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *h, dla_p
      * as the fallback); this one only borrows it. */
     mine.shutdown = NULL;
     mine.device_info = device_info;
-#if CPUWRAP_MODE != MODE_BADINDEX
+#if WRAPS_DENSE
     mine.fill = fill;
 #if CPUWRAP_MODE == MODE_DECLINEALL
     mine.strided_copy = strided_copy;
@@ -281,9 +302,11 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *h, dla_p
     mine.conv_forward_fused = inner.conv_forward_fused ? conv_forward_fused : NULL;
     mine.conv_backward_data_fused = inner.conv_backward_data_fused ? conv_backward_data_fused
                                                                    : NULL;
-#else
+#elif CPUWRAP_MODE == MODE_BADINDEX
     mine.gather = gather;
     mine.scatter_add = scatter_add;
+#else
+    mine.unary = unary;
 #endif
     memcpy(table, &mine, size);
     return DLA_OK;

@@ -105,6 +105,12 @@ static dla_status info(int index, dla_plugin_device_info *out)
 
 static dla_status open_dev(int index, void **dev)
 {
+    /* DLA_TESTMEM_BROKEN=I: device I cannot be opened, as a GPU in a bad
+     * state; dlaccel check-plugin must fail it, not pass the others. */
+    const char *b = getenv("DLA_TESTMEM_BROKEN");
+    if (b && *b && atoi(b) == index)
+        return host->error(DLA_ERR_DEVICE, "testmem: device %d is broken (DLA_TESTMEM_BROKEN)",
+                           index);
     *dev = &device_token;
     return DLA_OK;
 }
