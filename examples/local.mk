@@ -75,6 +75,15 @@ TESTS += examples/pinn_example.sh
 EXTRA_DIST += examples/pinn_example.sh
 # ---- end of examples/pinn ---------------------------------------------------
 
+# ---- examples/segmentation: U-Net's crop-and-concatenate skip ---------------
+# Pixel classification of synthetic images with crop2dLayer and
+# depthToSpace2dLayer, trained by trainnet ("crossentropy" over pixels).
+noinst_PROGRAMS += examples/segmentation
+examples_segmentation_SOURCES = examples/segmentation.c
+examples_segmentation_LDADD = libdlaccel.la -lm
+TESTS += examples/segmentation_example.sh
+EXTRA_DIST += examples/segmentation_example.sh
+# ---- end of examples/segmentation -------------------------------------------
 # ---- examples/autoencoder: transposed convolutions with trainnet -----------
 # A convolutional autoencoder on Fashion-MNIST ("mse" on the image itself);
 # the smoke test trains it on 2000 images and checks it beats the mean image.

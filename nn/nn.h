@@ -533,8 +533,8 @@ char *dla__net_port_name(const dla_layer *l, int port);
  * in1..inN and for k out of range. */
 const char *dla__in_port(const dla_layer *l, int k);
 /* The name of l's output port k: "out" (the only one, or the first),
- * "hidden", "cell" with HasStateOutputs; NULL
- * for k out of range. A layer of one output is named by its name alone
+ * "hidden", "cell" with HasStateOutputs; NULL for k out of range. A
+ * layer of one output is named by its name alone
  * (dla__net_output_port_name), "layer/out" accepted as well. */
 const char *dla__out_port(const dla_layer *l, int k);
 
