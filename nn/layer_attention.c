@@ -134,18 +134,12 @@ static dla_status forward(const dla__props *p, dla__call *c)
             c->y = m;
             return dla_tensor_status(m);
         }
-        const int64_t b = dla_tensor_dim(m, 2), t = strcmp(f, "CB") ? dla_tensor_dim(m, 3) : 1;
-        keys = dla_reshape(dla_permute(dla_reshape(m, "", DLA_DIMS(1, b, t)), 3,
-                                       (const int64_t[]){3, 1, 2}),
-                           "", DLA_DIMS(t, 1, 1, b));
-        /* The padded steps as 0 (selected, not multiplied): a padded key
-         * weighs 0, but a NaN or Inf held there still reached every query
-         * of its observation, as 0 * NaN in the weighted values and as a
-         * NaN score, and the gradients through the padded queries too. */
-        dla_device *prev = dla__nn_device_use(dla_tensor_device(x));
-        dla_tensor *zero = dla_zeros(dla_tensor_dtype(x), "", 0, NULL);
-        dla__nn_device_restore(prev);
-        x = dla_where(m, x, zero);
+        keys = dla__mask_keys(m);
+        /* The padded steps as 0: a padded key weighs 0, but a NaN or Inf
+         * held there still reached every query of its observation, as
+         * 0 * NaN in the weighted values and as a NaN score, and the
+         * gradients through the padded queries too. */
+        x = dla__mask_zero_padding(m, x);
     }
     dla_tensor *q = dla_fullyconnect(x, c->p[0], c->p[1]);
     dla_tensor *k = dla_fullyconnect(x, c->p[2], c->p[3]);

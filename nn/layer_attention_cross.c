@@ -59,14 +59,14 @@ static int count_inputs(const dla__props *p)
     return p->dim ? 4 : 3;
 }
 
-/* The three of one format with a "C" and no "S" or "U" (dla_attention
- * checks the sizes at the trial run that follows). */
+/* The three of one format, "CBT" or "CB" (dla_attention checks the sizes
+ * at the trial run that follows). */
 static dla_status init(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
 {
     (void)l, (void)sink;
     for (int k = 0; k < 3; k++)
-        if (!dla__shape_dim(&in[k], 'C') || dla__shape_count(&in[k], 'S') ||
-            dla__shape_count(&in[k], 'U') || strcmp(in[k].format, in[0].format))
+        if ((strcmp(in[k].format, "CBT") && strcmp(in[k].format, "CB")) ||
+            strcmp(in[k].format, in[0].format))
             return dla__nn_fail(DLA_ERR_FORMAT, "the inputs are \"%s\" (query), \"%s\" (key) "
                                 "and \"%s\" (value); %s takes three of one format, \"CBT\" "
                                 "sequences (or \"CB\")", in[0].format, in[1].format,
@@ -90,18 +90,11 @@ static dla_status forward(const dla__props *p, dla__call *c)
             c->y = m;
             return dla_tensor_status(m);
         }
-        const char *f = dla_tensor_format(k);
-        const int64_t b = dla_tensor_dim(m, 2), t = strchr(f, 'T') ? dla_tensor_dim(m, 3) : 1;
-        keys = dla_reshape(dla_permute(dla_reshape(m, "", DLA_DIMS(1, b, t)), 3,
-                                       (const int64_t[]){3, 1, 2}),
-                           "", DLA_DIMS(t, 1, 1, b));
-        /* Padded keys and values as 0 (selected, not multiplied), so that
-         * a NaN or Inf held there reaches no query (0 * NaN). */
-        dla_device *prev = dla__nn_device_use(dla_tensor_device(k));
-        dla_tensor *zero = dla_zeros(dla_tensor_dtype(k), "", 0, NULL);
-        dla__nn_device_restore(prev);
-        k = dla_where(m, k, zero);
-        v = dla_where(m, v, zero);
+        keys = dla__mask_keys(m);
+        /* Padded keys and values as 0, so that a NaN or Inf held there
+         * reaches no query. */
+        k = dla__mask_zero_padding(m, k);
+        v = dla__mask_zero_padding(m, v);
     }
     /* The dropout is training's alone, as dropoutLayer's. */
     c->y = dla__attention_with(

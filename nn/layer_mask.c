@@ -73,6 +73,23 @@ dla_tensor *dla__mask_steps(const dla__call *c)
     return dla__mask_steps_of(c->x[0], c->x[1], "in");
 }
 
+dla_tensor *dla__mask_keys(dla_tensor *m)
+{
+    const int64_t b = dla_tensor_dim(m, 2);
+    const int64_t t = strchr(dla_tensor_format(m), 'T') ? dla_tensor_dim(m, 3) : 1;
+    return dla_reshape(dla_permute(dla_reshape(m, "", DLA_DIMS(1, b, t)), 3,
+                                   (const int64_t[]){3, 1, 2}),
+                       "", DLA_DIMS(t, 1, 1, b));
+}
+
+dla_tensor *dla__mask_zero_padding(dla_tensor *m, dla_tensor *x)
+{
+    dla_device *prev = dla__nn_device_use(dla_tensor_device(x));
+    dla_tensor *zero = dla_zeros(dla_tensor_dtype(x), "", 0, NULL);
+    dla__nn_device_restore(prev);
+    return dla_where(m, x, zero);
+}
+
 void dla__mask_unfed_hint(const dla_net *net, char *buf, size_t size)
 {
     buf[0] = '\0';

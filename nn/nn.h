@@ -576,6 +576,13 @@ dla_tensor *dla__mask_steps(const dla__call *c);
 dla_tensor *dla__mask_steps_of(dla_tensor *x, dla_tensor *m, const char *xname);
 /* At initialization: the mask's format against its data's (input xname). */
 dla_status dla__mask_check_formats(const dla__shape *x, const dla__shape *m, const char *xname);
+/* The steps m of "CBT" (or "CB") data, as dla__mask_steps gives them, as
+ * the key mask of dla_attention: T x 1 x 1 x B, the same keys hidden from
+ * every query. */
+dla_tensor *dla__mask_keys(dla_tensor *m);
+/* x with its padded steps (m 0) set to 0, selected rather than
+ * multiplied, so that a NaN or Inf held there reaches nothing (0 * NaN). */
+dla_tensor *dla__mask_zero_padding(dla_tensor *m, dla_tensor *x);
 /* For the message of a function that feeds a network one input (trainnet,
  * testnet, minibatchpredict): when one of net's inputs is a padding mask
  * port left unconnected, a clause naming it and what to do; otherwise one
