@@ -497,7 +497,7 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
     dla_net_free(net);
 
     /* A diffusion model's noise-step embedding: Positions "data-values"
-     * under its MATLAB name. */
+     * under its MATLAB name, and group normalization "channel-wise". */
     dla_layer *ns[] = {dla_feature_input_layer(1, NULL),
                        dla_sinusoidal_position_encoding_layer(
                            8, &(dla_sinusoidal_position_encoding_layer_options){
@@ -514,6 +514,19 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
     dla_net_summary(back, b, sizeof b);
     assert_non_null(strstr(b, "8 channels of sines and cosines of the input's values"));
     predict_alike(net, back, "CB", DLA_DIMS(1, 5));
+    dla_net_free(back);
+    dla_net_free(net);
+    dla_layer *gw[] = {dla_image_input_layer(4, 3, 3, &(dla_image_input_options){
+                           .normalization = "none"}),
+                       dla_groupnorm_layer(DLA_CHANNEL_WISE, NULL)};
+    net = dla_net_create(2, gw);
+    assert_non_null(net);
+    assert_int_equal(dla_net_save(net, path("channelwise.safetensors")), DLA_OK);
+    if (dla_net_load(path("channelwise.safetensors"), &back) != DLA_OK)
+        fail_msg("load: %s", dla_last_error());
+    dla_net_summary(back, b, sizeof b);
+    assert_non_null(strstr(b, "Group normalization (channel-wise) with 3 channels"));
+    predict_alike(net, back, "SSCB", DLA_DIMS(4, 3, 3, 2));
     dla_net_free(back);
     dla_net_free(net);
 

@@ -2352,6 +2352,36 @@ static void normalization_layers_match_formulas_written_out(void **state)
     }
 }
 
+/* groupNormalizationLayer's NumGroups "channel-wise" (DLA_CHANNEL_WISE):
+ * one group a channel for whatever count the input has, the values of
+ * NumGroups C and of instance normalization; the summary says so. */
+static void group_norm_channel_wise_is_a_group_a_channel(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    for (int c = 2; c <= 3; c++) {
+        dla_tensor *x = ramp(DLA_F64, "SSCB", DLA_DIMS(3, 4, c, 2), 0.7, -2);
+        dla_net *wise = one(dla_groupnorm_layer(DLA_CHANNEL_WISE, NULL), x);
+        dla_net *counted = one(dla_groupnorm_layer(c, NULL), x);
+        dla_net *inst = one(dla_instancenorm_layer(NULL), x);
+        dla_tensor *y = predict1(wise, x);
+        assert_true(maxdiff(y, predict1(counted, x)) == 0);
+        assert_true(maxdiff(y, predict1(inst, x)) < 1e-12);
+        char buf[2048];
+        dla_net_summary(wise, buf, sizeof buf);
+        assert_non_null(strstr(buf, "Group normalization (channel-wise)"));
+        dla_net_free(wise);
+        dla_net_free(counted);
+        dla_net_free(inst);
+    }
+    /* Other negative counts are still refused. */
+    dla_layer *neg = dla_groupnorm_layer(-2, &(dla_norm_layer_options){.name = "g"});
+    assert_null(dla_net_create(1, &neg));
+    assert_non_null(strstr(dla_last_error(), "groupNormalization 'g': NumGroups -2 must be "
+                                             "positive"));
+    dla_scope_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2395,6 +2425,7 @@ int main(void)
         TU_TEST(position_layers_give_each_step_its_own_channels),
         TU_TEST(sinusoidal_positions_are_steps_places_or_values),
         TU_TEST(normalization_layers_match_formulas_written_out),
+        TU_TEST(group_norm_channel_wise_is_a_group_a_channel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

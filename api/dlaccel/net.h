@@ -347,7 +347,11 @@ DLA_API dla_layer *dla_batchnorm_layer(const dla_batchnorm_layer_options *opts);
  * channels of each group and the S and T dims for group normalization,
  * the S and T dims of each channel for instance normalization (an input
  * without them, "CB", is DLA_ERR_FORMAT). num_groups must divide the
- * input's channels (both checked when the network is made). */
+ * input's channels (both checked when the network is made); MATLAB's
+ * NumGroups "all-channels" is num_groups 1 (layer normalization of the
+ * channels and S and T dims) and "channel-wise" is DLA_CHANNEL_WISE, one
+ * group a channel whatever the input's count (instance normalization;
+ * saved as NumGroups -1). */
 typedef struct dla_norm_layer_options {
     const char *name;
     double epsilon;       /* 0: 1e-5 */
