@@ -55,9 +55,20 @@ static dla_status layer_check(const dla__props *p, const char *name)
     return check_common("layerNormalization", p, name);
 }
 
+/* NumGroups: a count, or DLA_CHANNEL_WISE (-1 in the architecture),
+ * MATLAB's "channel-wise": one group a channel, however many the input
+ * has. */
+static int64_t groups_of(const dla__props *p, int64_t channels)
+{
+    return p->count == DLA_CHANNEL_WISE ? channels : p->count;
+}
+
 static dla_status group_check(const dla__props *p, const char *name)
 {
-    dla_status st = dla__layer_size("groupNormalization", name, "NumGroups", p->count, 1, 1 << 24);
+    dla_status st = p->count == DLA_CHANNEL_WISE
+                        ? DLA_OK
+                        : dla__layer_size("groupNormalization", name, "NumGroups", p->count, 1,
+                                          1 << 24);
     return st != DLA_OK ? st : check_common("groupNormalization", p, name);
 }
 
@@ -70,8 +81,8 @@ static dla_status instance_check(const dla__props *p, const char *name)
 static dla_status init(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
 {
     (void)nin;
-    const int64_t c = dla__shape_dim(in, 'C'), groups = l->props.count;
-    if (l->kind == &dla__kind_groupnorm && c % groups != 0)
+    const int64_t c = dla__shape_dim(in, 'C'), groups = groups_of(&l->props, c);
+    if (l->kind == &dla__kind_groupnorm && groups && c % groups != 0)
         return dla__nn_fail(DLA_ERR_SHAPE, "NumGroups %lld does not divide the input's %lld "
                             "channels", (long long)groups, (long long)c);
     /* Each channel of each observation is normalized over its S and T
@@ -95,7 +106,9 @@ static dla_status layer_forward(const dla__props *p, dla__call *c)
 
 static dla_status group_forward(const dla__props *p, dla__call *c)
 {
-    c->y = dla_groupnorm(c->x[0], p->count, c->p[0], c->p[1],
+    dla__shape in;
+    dla__shape_of(c->x[0], &in);
+    c->y = dla_groupnorm(c->x[0], groups_of(p, dla__shape_dim(&in, 'C')), c->p[0], c->p[1],
                          &(dla_norm_options){.epsilon = p->scale});
     return dla_tensor_status(c->y);
 }
@@ -125,7 +138,10 @@ static void layer_describe(const dla__props *p, const dla__shape *in, char *buf,
 static void group_describe(const dla__props *p, const dla__shape *in, char *buf, size_t size)
 {
     char what[64];
-    snprintf(what, sizeof what, "Group normalization (%lld groups)", (long long)p->count);
+    if (p->count == DLA_CHANNEL_WISE)
+        snprintf(what, sizeof what, "Group normalization (channel-wise)");
+    else
+        snprintf(what, sizeof what, "Group normalization (%lld groups)", (long long)p->count);
     describe_with(what, p, in, buf, size);
 }
 

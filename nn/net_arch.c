@@ -151,12 +151,13 @@ char *dla__net_architecture(const dla_net *net, int with_params, size_t *len)
 }
 
 /* Options added after network files were first written: a file that
- * lacks one was written before it existed, and reads it as 0. */
+ * lacks one was written before it existed, and reads it as 0 (a string
+ * as "", which its kind reads as its default). */
 static int added_later(const char *key)
 {
     return !strcmp(key, "HasPaddingMaskInput") || !strcmp(key, "DropoutProbability") ||
            !strcmp(key, "HasStateInputs") || !strcmp(key, "HasStateOutputs") ||
-           !strcmp(key, "EnableReferenceInput");
+           !strcmp(key, "EnableReferenceInput") || !strcmp(key, "Positions");
 }
 
 /* --------------------------------------------------------------- reading */

@@ -3053,7 +3053,7 @@ static void test_position_layers_of_a_moved_network_run_on_its_device(void **sta
     dla_scope_begin();
     for (int kind = 0; kind < 2; kind++) {
         dla_layer *pe = kind ? dla_position_embedding_layer(4, 10, &(dla_position_embedding_layer_options){.name = "pe"})
-                             : dla_sinusoidal_position_encoding_layer(4, &(dla_layer_options){.name = "pe"});
+                             : dla_sinusoidal_position_encoding_layer(4, &(dla_sinusoidal_position_encoding_layer_options){.name = "pe"});
         dla_layer *l[] = {dla_sequence_input_layer(4, &(dla_sequence_input_options){.name = "in"}), pe,
                           dla_addition_layer(2, &(dla_layer_options){.name = "add"})};
         dla_net *net = dla_net_create(3, l);
@@ -3065,6 +3065,23 @@ static void test_position_layers_of_a_moved_network_run_on_its_device(void **sta
         dla_tensor *xd = dla_tensor_to_device(x, dev);
         if (dla_net_predict(net, 1, &xd, 1, &y, NULL) != DLA_OK)
             fail_msg("%s: %s", kind ? "positionEmbedding" : "sinusoidal", dla_last_error());
+        assert_ptr_equal(dla_tensor_device(y), dev);
+        assert_same_bits(dla_tensor_to_device(y, cur), want);
+        dla_net_free(net);
+    }
+    /* Positions "data-values": its divisors on the input's device. */
+    {
+        dla_layer *l[] = {dla_feature_input_layer(1, NULL),
+                          dla_sinusoidal_position_encoding_layer(
+                              6, &(dla_sinusoidal_position_encoding_layer_options){
+                                  .positions = "data-values"})};
+        dla_net *net = dla_net_create(2, l);
+        dla_tensor *x = dla_randn(DLA_F32, "CB", DLA_DIMS(1, 5)), *want, *y;
+        assert_int_equal(dla_net_predict(net, 1, &x, 1, &want, NULL), DLA_OK);
+        assert_int_equal(dla_net_to_device(net, dev), DLA_OK);
+        dla_tensor *xd = dla_tensor_to_device(x, dev);
+        if (dla_net_predict(net, 1, &xd, 1, &y, NULL) != DLA_OK)
+            fail_msg("data-values: %s", dla_last_error());
         assert_ptr_equal(dla_tensor_device(y), dev);
         assert_same_bits(dla_tensor_to_device(y, cur), want);
         dla_net_free(net);

@@ -453,6 +453,45 @@ static void normalization_and_smooth_layers_differentiate(void **state)
 
 /* The LSTM's, and the bilstm's (both directions, each step's joined
  * output or the last one). */
+/* A diffusion model's noise-step embedding: the values a layer computes
+ * become positions (Positions "data-values", and "auto" for "CB"), so
+ * the learnables before the encoding get gradients through its sines and
+ * cosines; then the "CBT" values of one channel. */
+static void sinusoidal_encoding_of_values_differentiates(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(11);
+    for (int explicit = 0; explicit < 2; explicit++) {
+        dla_layer *l[] = {
+            dla_feature_input_layer(2, NULL),
+            dla_fc_layer(1, NULL),
+            dla_sinusoidal_position_encoding_layer(
+                8, &(dla_sinusoidal_position_encoding_layer_options){
+                    .positions = explicit ? "data-values" : NULL}),
+            dla_fc_layer(3, NULL),
+        };
+        dla_net *net = dla_net_create(4, l);
+        assert_non_null(net);
+        dla_tensor *x = dla_randn(DLA_F64, "CB", DLA_DIMS(2, 4));
+        check_net(net, x, 1);
+        dla_net_free(net);
+    }
+    dla_layer *s[] = {
+        dla_sequence_input_layer(2, NULL),
+        dla_fc_layer(1, NULL),
+        dla_sinusoidal_position_encoding_layer(
+            4, &(dla_sinusoidal_position_encoding_layer_options){.positions = "data-values"}),
+        dla_fc_layer(2, NULL),
+    };
+    dla_net *net = dla_net_create(4, s);
+    assert_non_null(net);
+    dla_tensor *x = dla_randn(DLA_F64, "CBT", DLA_DIMS(2, 3, 4));
+    check_net(net, x, 1);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 static void lstm_gradients_match_finite_differences_in_both_output_modes(void **state)
 {
     (void)state;
@@ -623,6 +662,7 @@ int main(void)
         TU_TEST(three_d_layers_differentiate),
         TU_TEST(gates_clipping_and_depth_concatenation_differentiate),
         TU_TEST(normalization_and_smooth_layers_differentiate),
+        TU_TEST(sinusoidal_encoding_of_values_differentiates),
         TU_TEST(lstm_gradients_match_finite_differences_in_both_output_modes),
         TU_TEST(a_copy_used_beside_its_network_adds_nothing_to_its_gradient),
         TU_TEST(edge_options_and_embeddings_differentiate),

@@ -479,6 +479,55 @@ static void a_saved_network_loads_back_bit_for_bit(void **state)
     assert_non_null(strstr(b, "4 channels of sines and cosines of the step"));
     predict_alike(net, back, "CBT", DLA_DIMS(3, 2, 6));
     dla_net_free(back);
+    /* A file written before Positions existed lacks it: it loads, its
+     * encoding the steps' as before. */
+    long psize;
+    unsigned char *pfile = slurp(path("position.safetensors"), &psize);
+    as_version_1_1(pfile);
+    static const char pkey[] = ",\\\"Positions\\\":\\\"auto\\\"";
+    char *pat = strstr((char *)pfile + 8, pkey);
+    assert_non_null(pat);
+    memset(pat, ' ', strlen(pkey));
+    spit(path("position_old.safetensors"), pfile, (size_t)psize);
+    free(pfile);
+    if (dla_net_load(path("position_old.safetensors"), &back) != DLA_OK)
+        fail_msg("load of a file without Positions: %s", dla_last_error());
+    predict_alike(net, back, "CBT", DLA_DIMS(3, 2, 6));
+    dla_net_free(back);
+    dla_net_free(net);
+
+    /* A diffusion model's noise-step embedding: Positions "data-values"
+     * under its MATLAB name, and group normalization "channel-wise". */
+    dla_layer *ns[] = {dla_feature_input_layer(1, NULL),
+                       dla_sinusoidal_position_encoding_layer(
+                           8, &(dla_sinusoidal_position_encoding_layer_options){
+                               .positions = "data-values", .name = "pe"}),
+                       dla_fc_layer(6, NULL)};
+    net = dla_net_create(3, ns);
+    assert_non_null(net);
+    assert_int_equal(dla_net_save(net, path("noise.safetensors")), DLA_OK);
+    pfile = slurp(path("noise.safetensors"), &psize);
+    assert_non_null(strstr((char *)pfile + 8, "\\\"Positions\\\":\\\"data-values\\\""));
+    free(pfile);
+    if (dla_net_load(path("noise.safetensors"), &back) != DLA_OK)
+        fail_msg("load: %s", dla_last_error());
+    dla_net_summary(back, b, sizeof b);
+    assert_non_null(strstr(b, "8 channels of sines and cosines of the input's values"));
+    predict_alike(net, back, "CB", DLA_DIMS(1, 5));
+    dla_net_free(back);
+    dla_net_free(net);
+    dla_layer *gw[] = {dla_image_input_layer(4, 3, 3, &(dla_image_input_options){
+                           .normalization = "none"}),
+                       dla_groupnorm_layer(DLA_CHANNEL_WISE, NULL)};
+    net = dla_net_create(2, gw);
+    assert_non_null(net);
+    assert_int_equal(dla_net_save(net, path("channelwise.safetensors")), DLA_OK);
+    if (dla_net_load(path("channelwise.safetensors"), &back) != DLA_OK)
+        fail_msg("load: %s", dla_last_error());
+    dla_net_summary(back, b, sizeof b);
+    assert_non_null(strstr(b, "Group normalization (channel-wise) with 3 channels"));
+    predict_alike(net, back, "SSCB", DLA_DIMS(4, 3, 3, 2));
+    dla_net_free(back);
     dla_net_free(net);
 
     /* Resizing by a scale and to a size (one of them NaN). */

@@ -1813,10 +1813,111 @@ static void position_layers_give_each_step_its_own_channels(void **state)
     assert_non_null(strstr(dla_last_error(), "positionEmbedding: a sequence of 8 steps; "
                                              "MaxPosition is 7"));
     dla_net_free(net);
-    dla_layer *odd = dla_sinusoidal_position_encoding_layer(5, &(dla_layer_options){.name = "s"});
+    dla_layer *odd = dla_sinusoidal_position_encoding_layer(
+        5, &(dla_sinusoidal_position_encoding_layer_options){.name = "s"});
     assert_null(dla_net_create(1, &odd));
     assert_non_null(strstr(dla_last_error(), "sinusoidalPositionEncoding 's': OutputSize 5 must "
                                              "be even"));
+    dla_scope_end();
+}
+
+/* The host formula: position t in channel i of d. */
+static double sinusoid(double t, int i, int d)
+{
+    const double angle = t / pow(10000.0, (i - i % 2) / (double)d);
+    return i % 2 ? cos(angle) : sin(angle);
+}
+
+/* sinusoidalPositionEncodingLayer's Positions: "auto" is the values of
+ * "CB" data (a diffusion model's noise steps), the position along the S
+ * of "SCB", the step of "CBT"; the explicit modes; inputs a mode cannot
+ * take refused when the network is made, naming why. */
+static void sinusoidal_positions_are_steps_places_or_values(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    const double steps[5] = {0, 1, 7.5, 250, 999};
+    dla_tensor *x = dla_tensor_from_host(steps, DLA_F64, "CB", DLA_DIMS(1, 5));
+    for (int explicit = 0; explicit < 2; explicit++) {
+        dla_net *net = one(dla_sinusoidal_position_encoding_layer(
+            8, &(dla_sinusoidal_position_encoding_layer_options){
+                .positions = explicit ? "data-values" : NULL}), x);
+        dla_tensor *y = predict1(net, x);
+        assert_string_equal(dla_tensor_format(y), "CB");
+        assert_int_equal(dla_tensor_dim(y, 1), 8);
+        assert_int_equal(dla_tensor_dim(y, 2), 5);
+        for (int b = 0; b < 5; b++)
+            for (int i = 0; i < 8; i++)
+                tu_assert_near(dla_tensor_item(y, i + 8 * b), sinusoid(steps[b], i, 8), 1e-12);
+        dla_net_free(net);
+    }
+    /* "CBT" of one channel as values: each step's own value. */
+    dla_tensor *xt = ramp(DLA_F64, "CBT", DLA_DIMS(1, 2, 3), 3.0, 0.5);
+    dla_net *net = one(dla_sinusoidal_position_encoding_layer(
+        4, &(dla_sinusoidal_position_encoding_layer_options){.positions = "data-values"}), xt);
+    dla_tensor *y = predict1(net, xt);
+    assert_string_equal(dla_tensor_format(y), "CBT");
+    for (int k = 0; k < 6; k++)
+        for (int i = 0; i < 4; i++)
+            tu_assert_near(dla_tensor_item(y, i + 4 * k), sinusoid(dla_tensor_item(xt, k), i, 4),
+                           1e-12);
+    dla_net_free(net);
+    /* "SCB": S x d x B, the position along S, every observation alike. */
+    dla_tensor *xs = ramp(DLA_F64, "SCB", DLA_DIMS(6, 3, 2), 0.3, -1);
+    for (int explicit = 0; explicit < 2; explicit++) {
+        net = one(dla_sinusoidal_position_encoding_layer(
+            4, &(dla_sinusoidal_position_encoding_layer_options){
+                .positions = explicit ? "spatial-indices" : "auto"}), xs);
+        y = predict1(net, xs);
+        assert_string_equal(dla_tensor_format(y), "SCB");
+        assert_int_equal(dla_tensor_dim(y, 1), 6);
+        assert_int_equal(dla_tensor_dim(y, 2), 4);
+        assert_int_equal(dla_tensor_dim(y, 3), 2);
+        for (int b = 0; b < 2; b++)
+            for (int i = 0; i < 4; i++)
+                for (int s = 0; s < 6; s++)
+                    tu_assert_near(dla_tensor_item(y, s + 6 * (i + 4 * b)), sinusoid(s, i, 4),
+                                   1e-15);
+        dla_net_free(net);
+    }
+    /* Explicit "temporal-indices" on "CBT" is the default's values. */
+    net = one(dla_sinusoidal_position_encoding_layer(
+        4, &(dla_sinusoidal_position_encoding_layer_options){.positions = "temporal-indices"}), xt);
+    y = predict1(net, xt);
+    for (int t = 0; t < 3; t++)
+        for (int b = 0; b < 2; b++)
+            for (int i = 0; i < 4; i++)
+                tu_assert_near(dla_tensor_item(y, i + 4 * (b + 2 * t)), sinusoid(t, i, 4), 1e-15);
+    dla_net_free(net);
+    /* What a mode cannot take. */
+    struct {
+        const char *positions;
+        dla_tensor *x;
+        dla_status st;
+        const char *msg;
+    } bad[] = {
+        {"temporal-indices", x, DLA_ERR_FORMAT, "temporal-indices positions are the steps of"},
+        {"spatial-indices", xt, DLA_ERR_FORMAT, "spatial-indices positions are along the"},
+        {"data-values", xs, DLA_ERR_FORMAT, "data-values positions are \"CB\" or \"CBT\""},
+        {NULL, ramp(DLA_F64, "CB", DLA_DIMS(3, 5), 1, 0), DLA_ERR_SHAPE,
+         "data-values positions are one channel, the position; the input has 3"},
+        {NULL, ramp(DLA_F64, "SSCB", DLA_DIMS(4, 4, 1, 2), 1, 0), DLA_ERR_FORMAT,
+         "the input is \"SSCB\""},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        dla_layer *l = dla_sinusoidal_position_encoding_layer(
+            4, &(dla_sinusoidal_position_encoding_layer_options){.positions = bad[k].positions});
+        net = dla_net_create(1, &l);
+        assert_int_equal(dla_net_init(net, 1, &bad[k].x), bad[k].st);
+        if (!strstr(dla_last_error(), bad[k].msg))
+            fail_msg("case %zu: %s", k, dla_last_error());
+        dla_net_free(net);
+    }
+    dla_layer *typo = dla_sinusoidal_position_encoding_layer(
+        4, &(dla_sinusoidal_position_encoding_layer_options){.name = "s", .positions = "temporal"});
+    assert_null(dla_net_create(1, &typo));
+    assert_non_null(strstr(dla_last_error(), "sinusoidalPositionEncoding 's': Positions "
+                                             "\"temporal\"; use \"auto\""));
     dla_scope_end();
 }
 
@@ -2251,6 +2352,36 @@ static void normalization_layers_match_formulas_written_out(void **state)
     }
 }
 
+/* groupNormalizationLayer's NumGroups "channel-wise" (DLA_CHANNEL_WISE):
+ * one group a channel for whatever count the input has, the values of
+ * NumGroups C and of instance normalization; the summary says so. */
+static void group_norm_channel_wise_is_a_group_a_channel(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    for (int c = 2; c <= 3; c++) {
+        dla_tensor *x = ramp(DLA_F64, "SSCB", DLA_DIMS(3, 4, c, 2), 0.7, -2);
+        dla_net *wise = one(dla_groupnorm_layer(DLA_CHANNEL_WISE, NULL), x);
+        dla_net *counted = one(dla_groupnorm_layer(c, NULL), x);
+        dla_net *inst = one(dla_instancenorm_layer(NULL), x);
+        dla_tensor *y = predict1(wise, x);
+        assert_true(maxdiff(y, predict1(counted, x)) == 0);
+        assert_true(maxdiff(y, predict1(inst, x)) < 1e-12);
+        char buf[2048];
+        dla_net_summary(wise, buf, sizeof buf);
+        assert_non_null(strstr(buf, "Group normalization (channel-wise)"));
+        dla_net_free(wise);
+        dla_net_free(counted);
+        dla_net_free(inst);
+    }
+    /* Other negative counts are still refused. */
+    dla_layer *neg = dla_groupnorm_layer(-2, &(dla_norm_layer_options){.name = "g"});
+    assert_null(dla_net_create(1, &neg));
+    assert_non_null(strstr(dla_last_error(), "groupNormalization 'g': NumGroups -2 must be "
+                                             "positive"));
+    dla_scope_end();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2292,7 +2423,9 @@ int main(void)
         TU_TEST(recurrent_layers_take_sequences_of_no_steps_and_name_a_channel_mismatch),
         TU_TEST(recurrent_layers_give_cb_data_back_as_cb),
         TU_TEST(position_layers_give_each_step_its_own_channels),
+        TU_TEST(sinusoidal_positions_are_steps_places_or_values),
         TU_TEST(normalization_layers_match_formulas_written_out),
+        TU_TEST(group_norm_channel_wise_is_a_group_a_channel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -349,7 +349,11 @@ DLA_API dla_layer *dla_batchnorm_layer(const dla_batchnorm_layer_options *opts);
  * channels of each group and the S and T dims for group normalization,
  * the S and T dims of each channel for instance normalization (an input
  * without them, "CB", is DLA_ERR_FORMAT). num_groups must divide the
- * input's channels (both checked when the network is made). */
+ * input's channels (both checked when the network is made); MATLAB's
+ * NumGroups "all-channels" is num_groups 1 (layer normalization of the
+ * channels and S and T dims) and "channel-wise" is DLA_CHANNEL_WISE, one
+ * group a channel whatever the input's count (instance normalization;
+ * saved as NumGroups -1). */
 typedef struct dla_norm_layer_options {
     const char *name;
     double epsilon;       /* 0: 1e-5 */
@@ -694,17 +698,41 @@ DLA_API dla_layer *dla_indexing1d_layer(const char *index,
                                         const dla_indexing1d_layer_options *opts);
 
 /* Where each step is, for self-attention (which sees the steps as a set
- * otherwise): both take "CBT" sequences, ignore their values, and give
- * outputSize x B x T "CBT", the same for every observation, for an
- * additionLayer to add to the steps' features.
- * MATLAB sinusoidalPositionEncodingLayer(outputSize): fixed; step t
- * (0-based) has sin(t / 10000^(2i/outputSize)) in channel 2i and the
- * cosine in 2i + 1 (outputSize even). */
-DLA_API dla_layer *dla_sinusoidal_position_encoding_layer(int64_t output_size,
-                                                          const dla_layer_options *opts);
-/* MATLAB positionEmbeddingLayer(outputSize, maxPosition): learned; step t
- * has column t of Weights (outputSize x maxPosition); a longer sequence is
- * DLA_ERR_SHAPE. */
+ * otherwise), or, for a diffusion model, which noise step an observation
+ * is at.
+ * MATLAB sinusoidalPositionEncodingLayer(outputSize, Positions=...):
+ * fixed, no learnables; position t has sin(t / 10000^(2i/outputSize)) in
+ * channel 2i (0-based) and the cosine in 2i + 1 (outputSize even).
+ * positions (MATLAB's Positions; saved under that name):
+ *   "temporal-indices": t is the step of "CBT" sequences, 0, 1, ...; the
+ *     values are not read; gives outputSize x B x T "CBT", the same for
+ *     every observation, for an additionLayer to add to the features;
+ *   "spatial-indices": t is the position along the "S" of "SCB" 1-D
+ *     images, 0, 1, ...; gives S x outputSize x B "SCB";
+ *   "data-values": t is the input's value, one channel ("CB" from
+ *     dla_feature_input_layer(1, ...): a diffusion model's noise steps);
+ *     gives outputSize x B "CB" (outputSize x B x T for "CBT"), and is
+ *     differentiable in the input (learnables before it train through it);
+ *   NULL or "auto" (MATLAB's default): the first for data with a "T"
+ *     dim, the second for "SCB", the third otherwise.
+ * Another input is DLA_ERR_FORMAT (DLA_ERR_SHAPE: data-values of more
+ * than one channel) when the network is made. Not confirmed against
+ * MATLAB: the MathWorks page read for this lists Positions but not its
+ * formula, so the origin of the indices (0 here, as in "Attention Is All
+ * You Need"; MATLAB's indices might start at 1) and the interleaving of
+ * sines and cosines (not sines then cosines) are the usual definition's,
+ * not checked against MATLAB's values; MATLAB's R2026a PositionOffset is
+ * not here. */
+typedef struct dla_sinusoidal_position_encoding_layer_options {
+    const char *name;
+    const char *positions; /* NULL: "auto" */
+} dla_sinusoidal_position_encoding_layer_options;
+DLA_API dla_layer *dla_sinusoidal_position_encoding_layer(
+    int64_t output_size, const dla_sinusoidal_position_encoding_layer_options *opts);
+/* MATLAB positionEmbeddingLayer(outputSize, maxPosition): learned; takes
+ * "CBT" sequences, ignores their values, and gives outputSize x B x T
+ * "CBT", the same for every observation: step t has column t of Weights
+ * (outputSize x maxPosition); a longer sequence is DLA_ERR_SHAPE. */
 typedef struct dla_position_embedding_layer_options {
     const char *name;
     const char *weights_initializer; /* NULL: "narrow-normal" */
