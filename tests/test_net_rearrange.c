@@ -194,6 +194,17 @@ static void bad_blocks_modes_and_inputs_are_refused_by_name(void **state)
     if (!strstr(dla_last_error(), "6 channels are not a multiple"))
         fail_msg("%s", dla_last_error());
     dla_net_free(net);
+    /* Empty inputs whose dims times the block's pass int64: refused, not
+     * given a wrapped (0) output dim. */
+    const int64_t big = (int64_t)1 << 45, block = (int64_t)1 << 20;
+    expect_refused(dla_depth_to_space2d_layer((int64_t[]){block, block}, NULL),
+                   dla_zeros(DLA_F32, "SSCB", DLA_DIMS(big, big, 0, 1)), DLA_ERR_SHAPE,
+                   "depthToSpace2d: the input's 35184372088832 x 35184372088832 in 1048576 x "
+                   "1048576 blocks gives more rows or columns than an int64 counts");
+    expect_refused(dla_space_to_depth_layer((int64_t[]){block, block}, NULL),
+                   dla_zeros(DLA_F32, "SSCB", DLA_DIMS(block, block, big, 0)), DLA_ERR_SHAPE,
+                   "spaceToDepth: the input's 35184372088832 channels times the 1048576 x "
+                   "1048576 block are more than an int64 counts");
     dla_scope_end();
 }
 
