@@ -2,7 +2,8 @@
  * test_net_rearrange.c - the layers that move elements without arithmetic:
  * depthToSpace2dLayer ("dcr" and "crd"), spaceToDepthLayer and
  * crop2dLayer and crop3dLayer (its "in" and "ref" ports, centre and custom windows);
- * a resize layer's "ref" port in a network's gradients.
+ * a resize layer's "ref" port in a network's gradients; a port whose
+ * option is off named with the option.
  * Values against index formulas written out as host loops, the refusals
  * and their messages, and gradients (first and second) of a network
  * using all three against finite differences, accelerated and not.
@@ -399,6 +400,44 @@ static void crop3d_takes_the_reference_volume(void **state)
     dla_scope_end();
 }
 
+/* A port whose option is off ("rs/ref" of a resize layer without
+ * EnableReferenceInput, "attn/mask", "lstm/hidden") names the option; it
+ * said "layer 'rs' has inputs in1..in1". */
+static void a_port_of_an_option_that_is_off_names_the_option(void **state)
+{
+    (void)state;
+    dla_layer *l[] = {
+        dla_image_input_layer(4, 4, 1, &(dla_image_input_options){.normalization = "none",
+                                                                   .name = "in"}),
+        dla_resize2d_layer(&(dla_resize2d_layer_options){.scale = {2}, .name = "rs"}),
+        dla_self_attention_layer(1, 4, &(dla_self_attention_layer_options){.name = "attn"}),
+        dla_lstm_layer(3, &(dla_lstm_layer_options){.name = "lstm"}),
+    };
+    dla_net *net = dla_net_create(2, l);
+    assert_non_null(net);
+    assert_int_equal(dla_net_add_layers(net, 1, l + 2), DLA_OK);
+    assert_int_equal(dla_net_add_layers(net, 1, l + 3), DLA_OK);
+    static const char *const dest[] = {"rs/ref", "attn/mask", "lstm/hidden"};
+    static const char *const want[] = {
+        "dla_net_connect: destination \"rs/ref\": layer 'rs' has no input \"ref\": its "
+        "EnableReferenceInput is off (its input is \"rs\")",
+        "layer 'attn' has no input \"mask\": its HasPaddingMaskInput is off",
+        "layer 'lstm' has no input \"hidden\": its HasStateInputs is off"};
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(dla_net_connect(net, "in", dest[k]), DLA_ERR_INVALID_ARGUMENT);
+        if (!strstr(dla_last_error(), want[k]))
+            fail_msg("%s", dla_last_error());
+    }
+    /* The input itself still connects by "name/in", and other names still
+     * list in1..in1. */
+    assert_int_equal(dla_net_disconnect(net, "in", "rs/in"), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "in", "rs/in"), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "in", "rs/other"), DLA_ERR_INVALID_ARGUMENT);
+    if (!strstr(dla_last_error(), "layer 'rs' has inputs in1..in1"))
+        fail_msg("%s", dla_last_error());
+    dla_net_free(net);
+}
+
 /* conv -> crop/in with the pooled input as ref -> depth to space (3 x 6)
  * -> resize to the pooled input's 3 x 3 -> conv -> space to depth -> fc:
  * first and second derivatives of every learnable, replayed and eager. */
@@ -460,6 +499,7 @@ int main(void)
         TU_TEST(crop_ports_and_windows_that_do_not_fit_are_refused),
         TU_TEST(crop3d_takes_the_reference_volume),
         TU_TEST(a_network_of_the_three_differentiates),
+        TU_TEST(a_port_of_an_option_that_is_off_names_the_option),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
