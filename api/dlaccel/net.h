@@ -756,7 +756,7 @@ DLA_API dla_layer *dla_resize2d_layer(const dla_resize2d_layer_options *opts);
  * "trilinear". */
 typedef struct dla_resize3d_layer_options {
     const char *name;
-    double scale[3];       /* scale[1], scale[2] 0: scale[0] */
+    double scale[3];       /* scale[1] and scale[2] both 0: scale[0] for all */
     double output_size[3]; /* NAN in some (not all): keep the aspect ratio */
     const char *method;    /* NULL: "nearest", or "trilinear" */
     const char *geometric_transform_mode;
