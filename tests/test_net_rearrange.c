@@ -257,8 +257,8 @@ static void crop_takes_the_reference_size_at_the_centre_or_a_location(void **sta
     if (!strstr(summary, "center crop"))
         fail_msg("%s", summary);
     dla_net_free(net);
-    /* 7 x 6 pooled to 3 x 3: rows 3 - 1 = 2.. (one more above than below),
-     * columns 3 - 1 = 2... */
+    /* 7 x 6 pooled to 3 x 3: rows 3 - 1 = 2.., columns 3 - 1 = 2.. (one
+     * more column before the window than after: 6 is even). */
     x = counting((int64_t[]){7, 6, 2, 1});
     net = crop_net(7, 6, dla_crop2d_layer(&(dla_crop2d_layer_options){.name = "crop"}));
     assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);

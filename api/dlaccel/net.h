@@ -770,9 +770,10 @@ DLA_API dla_layer *dla_resize3d_layer(const dla_resize3d_layer_options *opts);
  * ref's size is read: no gradient flows into it). The layer's inputs are
  * "name/in" and "name/ref" (dla_net_connect); an unconnected one is a
  * network input of that name. Mode "centercrop" (the default) puts the
- * input's centre element, floor(n/2) + 1 (1-based), on the window's own
- * (MATLAB's Crop2DCenterCropStrategy: with an odd leftover the extra row
- * is above the window); a
+ * input's centre element, floor(n/2) + 1 (1-based; n the input's size, m
+ * the reference's), on the window's own, floor(m/2) + 1: MATLAB's rule
+ * (its Crop2DCenterCropStrategy), which with an odd n - m leaves the extra
+ * row before the window for an even n and after it for an odd n; a
  * location [x y] is the 1-based column and row of the window's upper-left
  * corner (Mode "custom"). Errors: an error layer (DLA_ERR_INVALID_ARGUMENT)
  * for a location that is not whole numbers from 1 on or a Mode with a
