@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "testutil.h"
+#include "tu_assert.h"
 
 #include <dlaccel.h>
 #include <stdio.h>
@@ -438,6 +439,118 @@ static void a_port_of_an_option_that_is_off_names_the_option(void **state)
     dla_net_free(net);
 }
 
+/* in -> ca -> crop/in (or rs/in) -> fc; in -> cb -> crop/ref: cb reaches
+ * the output only through a port whose values are never read. */
+static dla_net *sized_by_a_branch(int resize)
+{
+    dla_layer *l[] = {
+        dla_image_input_layer(6, 6, 1, &(dla_image_input_options){.normalization = "none",
+                                                                   .name = "in"}),
+        dla_conv2d_layer(3, 3, 2, &(dla_conv_layer_options){.padding_mode = "same",
+                                                             .name = "ca"}),
+        resize ? dla_resize2d_layer(&(dla_resize2d_layer_options){.enable_reference_input = 1,
+                                                                   .name = "crop"})
+               : dla_crop2d_layer(&(dla_crop2d_layer_options){.name = "crop"}),
+        dla_fc_layer(2, NULL),
+        dla_softmax_layer(NULL),
+        dla_conv2d_layer(3, 3, 2, &(dla_conv_layer_options){.name = "cb"}),
+    };
+    dla_net *net = dla_net_create(5, l);
+    assert_non_null(net);
+    assert_int_equal(dla_net_add_layers(net, 1, l + 5), DLA_OK);
+    if (dla_net_connect(net, "in", "cb") != DLA_OK ||
+        dla_net_connect(net, "cb", "crop/ref") != DLA_OK || dla_net_init(net, 0, NULL) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    return net;
+}
+
+typedef struct branch_ctx {
+    dla_net *net;
+    int penalty; /* add sum(cb/Weights .^ 2) to the loss */
+} branch_ctx;
+
+/* out = {loss, one gradient per learnable}. */
+static dla_status branch_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                              dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    const branch_ctx *b = ctx;
+    dla_tensor *y = NULL;
+    dla_status st = dla_net_forward(b->net, 1, in, 1, &y, NULL, NULL);
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_sum(dla_mul(y, y), 0, NULL);
+    if (b->penalty) {
+        dla_tensor *w = dla_net_get(b->net, "cb", "Weights");
+        out[0] = dla_add(out[0], dla_sum(dla_mul(w, w), 0, NULL));
+    }
+    return dla_net_gradient(b->net, out[0], out + 1);
+}
+
+/* Learnables that reach the outputs only through a "ref" input (a branch
+ * that only sizes a crop or a resize) have zero gradients, as their
+ * values change nothing; dla_net_gradient refused them ("the loss does
+ * not depend on learnable 3, cb/Weights"), and trainnet with it. A loss
+ * that reads them itself still gets their gradient. */
+static void a_branch_that_only_sizes_gets_zero_gradients(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(9);
+    for (int resize = 0; resize < 2; resize++) {
+        dla_net *net = sized_by_a_branch(resize);
+        assert_string_equal(dla_net_layer_name(net, 5), "cb");
+        const int nl = dla_net_learnable_count(net);
+        assert_int_equal(nl, 6);
+        dla_tensor *x = dla_randn(DLA_F32, "SSCB", DLA_DIMS(6, 6, 1, 3));
+        for (int accel = 0; accel < 2; accel++)
+            for (int penalty = 0; penalty < 2; penalty++) {
+                dla_net_set_accelerate(net, accel);
+                branch_ctx b = {net, penalty};
+                dla_tensor *out[7];
+                if (dla_feval(branch_loss, &b, 1, &x, 1 + nl, out) != DLA_OK)
+                    fail_msg("resize %d, accel %d, penalty %d: %s", resize, accel, penalty,
+                             dla_last_error());
+                /* ca's and fc's rows: not zero; cb's: zero, or 2 w and 0
+                 * with the penalty. */
+                dla_table *t = dla_net_learnables(net);
+                for (int r = 0; r < nl; r++) {
+                    dla_tensor *g = out[1 + r], *v = dla_table_value(t, r);
+                    if (strcmp(dla_table_layer(t, r), "cb")) {
+                        if (!(dla_tensor_item(dla_max(dla_abs(g), 0, NULL), 0) > 0))
+                            fail_msg("resize %d, accel %d, penalty %d: %s/%s's gradient is "
+                                     "zero", resize, accel, penalty, dla_table_layer(t, r),
+                                     dla_table_parameter(t, r));
+                        continue;
+                    }
+                    const int w = !strcmp(dla_table_parameter(t, r), "Weights");
+                    assert_int_equal(dla_tensor_numel(g), dla_tensor_numel(v));
+                    for (int64_t e = 0; e < dla_tensor_numel(g); e++)
+                        tu_assert_near(dla_tensor_item(g, e),
+                                       penalty && w ? 2 * dla_tensor_item(v, e) : 0.0, 1e-6);
+                }
+            }
+        /* trainnet trains it, alone and in parallel (whose gradient
+         * hooks the zero rows never reach). */
+        int32_t labels[8] = {0, 1, 0, 1, 1, 0, 1, 0};
+        dla_train_data data = {
+            .predictors = dla_randn(DLA_F32, "SSCB", DLA_DIMS(6, 6, 1, 8)),
+            .targets = dla_tensor_from_host(labels, DLA_I32, "CB", DLA_DIMS(1, 8))};
+        for (int par = 0; par < 2; par++) {
+            dla_net *trained = NULL;
+            if (dla_trainnet(&data, net, &(dla_train_loss){.name = "crossentropy"},
+                             &(dla_training_options){
+                                 .solver = "sgdm", .max_epochs = 1, .mini_batch_size = 4,
+                                 .verbose = -1, .execution_environment = par ? "parallel" : NULL},
+                             &trained, NULL) != DLA_OK)
+                fail_msg("trainnet%s: %s", par ? " in parallel" : "", dla_last_error());
+            dla_net_free(trained);
+        }
+        dla_net_free(net);
+    }
+    dla_scope_end();
+}
+
 /* conv -> crop/in with the pooled input as ref -> depth to space (3 x 6)
  * -> resize to the pooled input's 3 x 3 -> conv -> space to depth -> fc:
  * first and second derivatives of every learnable, replayed and eager. */
@@ -500,6 +613,7 @@ int main(void)
         TU_TEST(crop3d_takes_the_reference_volume),
         TU_TEST(a_network_of_the_three_differentiates),
         TU_TEST(a_port_of_an_option_that_is_off_names_the_option),
+        TU_TEST(a_branch_that_only_sizes_gets_zero_gradients),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
