@@ -844,10 +844,12 @@ static dla_status check_trace_headers(const char *op, const dla__tape *tape, siz
 
 /* missing: NULL, and a wrt[i] the loss does not depend on is an error (the
  * public calls); otherwise its gradient is zeros and *missing counts them
- * (dla__gradient_or_zeros). */
+ * (dla__gradient_or_zeros). may_miss (may be NULL): the wrt[i] with
+ * may_miss[i] set get zeros when the loss does not depend on them
+ * (dla__gradient_may_miss). */
 static dla_status gradient_run(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
                                dla_tensor **grads, const dla_gradient_hooks *hooks, int recorded,
-                               int *missing)
+                               int *missing, const char *may_miss)
 {
     static const char op[] = "dla_gradient";
     if (nwrt < 0 || (nwrt && (!wrt || !grads)))
@@ -962,9 +964,10 @@ static dla_status gradient_run(dla_tensor *loss, int nwrt, dla_tensor *const *wr
     tape->plain_sweeps += !recorded;
     for (int i = 0; st == DLA_OK && i < nwrt; i++) {
         size_t s = gmap_find(&m, wrt[i]);
-        if ((s == SIZE_MAX || !m.grad[s]) && missing)
-            ++*missing;
-        else if (s == SIZE_MAX || !m.grad[s])
+        if ((s == SIZE_MAX || !m.grad[s]) && (missing || (may_miss && may_miss[i]))) {
+            if (missing)
+                ++*missing;
+        } else if (s == SIZE_MAX || !m.grad[s])
             st = dla__fail(DLA_ERR_INVALID_ARGUMENT,
                            "%s: argument wrt[%d] (%s %s): the loss does not depend on it%s", op,
                            i, dla__tensor_dims_str(wrt[i], buf, sizeof buf),
@@ -1023,23 +1026,30 @@ DLA_API dla_status dla_gradient_opts(dla_tensor *loss, int nwrt, dla_tensor *con
                                      dla_tensor **grads, const dla_gradient_options *opts)
 {
     return gradient_run(loss, nwrt, wrt, grads, opts ? opts->hooks : NULL,
-                        opts && opts->enable_higher_derivatives, NULL);
+                        opts && opts->enable_higher_derivatives, NULL, NULL);
 }
 
 dla_status dla__gradient_or_zeros(dla_tensor *loss, dla_tensor *x, dla_tensor **grad, int recorded,
                                   int *missing)
 {
-    return gradient_run(loss, 1, &x, grad, NULL, recorded, missing);
+    return gradient_run(loss, 1, &x, grad, NULL, recorded, missing, NULL);
 }
 
 DLA_API dla_status dla_gradient_hooked(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
                                        dla_tensor **grads, const dla_gradient_hooks *hooks)
 {
-    return gradient_run(loss, nwrt, wrt, grads, hooks, 0, NULL);
+    return gradient_run(loss, nwrt, wrt, grads, hooks, 0, NULL, NULL);
+}
+
+dla_status dla__gradient_may_miss(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
+                                  dla_tensor **grads, const dla_gradient_hooks *hooks,
+                                  const char *may_miss)
+{
+    return gradient_run(loss, nwrt, wrt, grads, hooks, 0, NULL, may_miss);
 }
 
 DLA_API dla_status dla_gradient(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
                                 dla_tensor **grads)
 {
-    return gradient_run(loss, nwrt, wrt, grads, NULL, 0, NULL);
+    return gradient_run(loss, nwrt, wrt, grads, NULL, 0, NULL, NULL);
 }

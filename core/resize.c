@@ -302,6 +302,19 @@ DLA_API dla_tensor *dla_resize(dla_tensor *x, const dla_resize_options *opts)
         }
     }
 
+    /* The whole output counted before any dim is resized: OutputSize up
+     * to 2^30 along three dims is 2^90 elements, found out only after the
+     * first dim's host tables (28 bytes a position: 28 GiB at 2^30) and
+     * its gather had been allocated, or the process killed for memory. */
+    int64_t odims[DLA_MAX_DIMS], numel;
+    const int nd = (int)strlen(fmt);
+    for (int k = 0; k < nd; k++)
+        odims[k] = dla_tensor_dim(x, k + 1);
+    for (int k = 0; k < ns; k++)
+        odims[sdim[k] - 1] = out[k];
+    if (dla__numel_checked(op, nd, odims, x->dtype, &numel) != DLA_OK)
+        return dla__return(dla__error_tensor());
+
     dla_scope_begin();
     dla_tensor *y = x;
     for (int k = 0; k < ns && dla_tensor_status(y) == DLA_OK; k++)
@@ -310,11 +323,7 @@ DLA_API dla_tensor *dla_resize(dla_tensor *x, const dla_resize_options *opts)
     if (y == x) {
         /* Unchanged along every dim: a view, a new handle as every op
          * returns. */
-        int64_t dims[DLA_MAX_DIMS];
-        const int nd = (int)strlen(fmt);
-        for (int k = 0; k < nd; k++)
-            dims[k] = dla_tensor_dim(x, k + 1);
-        r = dla_reshape(x, fmt, nd, dims);
+        r = dla_reshape(x, fmt, nd, odims);
     }
     r = dla_tensor_retain(r);
     dla_scope_end();

@@ -36,6 +36,13 @@ void dla__tape_pop(void);
  * zero (a ReLU network's second derivatives). */
 dla_status dla__gradient_or_zeros(dla_tensor *loss, dla_tensor *x, dla_tensor **grad, int recorded,
                                   int *missing);
+/* dla_gradient_hooked, except that a wrt[i] with may_miss[i] set that the
+ * loss does not depend on gets zeros instead of failing the call:
+ * dla_net_gradient's learnables of a layer that reaches the outputs only
+ * through a "ref" input, whose values are never read. */
+dla_status dla__gradient_may_miss(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
+                                  dla_tensor **grads, const dla_gradient_hooks *hooks,
+                                  const char *may_miss);
 /* Where an op run now stands: how many tapes are open on this thread
  * (fevals nest) and how many pauses are in force on the innermost. An op
  * is on the tape of the code that runs it only at that code's depth and

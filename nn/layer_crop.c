@@ -86,9 +86,11 @@ static dla_status check3(const dla__props *p, const char *name)
 /* The window's first element along each "S" dim (0-based) in an input of
  * in[] for a reference of ref[], or an error naming both sizes. The
  * centre crop puts the input's centre element, floor(n/2) + 1 in MATLAB's
- * 1-based terms, on the window's own: with an odd leftover the extra row
- * is before the window. Location is [x y (z)]: x the column (dim 2), y
- * the row (dim 1), z the depth (dim 3). */
+ * 1-based terms (n the input's size, m the reference's), on the window's
+ * own, floor(m/2) + 1 (MATLAB's Crop2DCenterCropStrategy): with an odd
+ * leftover the extra row is before the window for an even n, after it for
+ * an odd n. Location is [x y (z)]: x the column (dim 2), y the row (dim
+ * 1), z the depth (dim 3). */
 static dla_status window(int nd, const dla__props *p, const int64_t *in, const int64_t *ref,
                          int64_t *start)
 {

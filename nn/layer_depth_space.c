@@ -87,6 +87,22 @@ static int misfit(const char *type, const dla__props *p, const char *format, con
                  type, (long long)dims[0], (long long)dims[1], (long long)bh, (long long)bw);
         return 1;
     }
+    /* An empty input may have dims whose product with the block's passes
+     * int64 (2^45 x 2^45 x 0): a wrapped output dim gave a silently wrong
+     * (0) size. */
+    int64_t big;
+    if (type == d2s &&
+        (__builtin_mul_overflow(dims[0], bh, &big) || __builtin_mul_overflow(dims[1], bw, &big))) {
+        snprintf(why, size, "%s: the input's %lld x %lld in %lld x %lld blocks gives more rows "
+                 "or columns than an int64 counts", type, (long long)dims[0], (long long)dims[1],
+                 (long long)bh, (long long)bw);
+        return 1;
+    }
+    if (type == s2d && __builtin_mul_overflow(dims[2], bh * bw, &big)) {
+        snprintf(why, size, "%s: the input's %lld channels times the %lld x %lld block are more "
+                 "than an int64 counts", type, (long long)dims[2], (long long)bh, (long long)bw);
+        return 1;
+    }
     return 0;
 }
 

@@ -242,9 +242,14 @@ static dla_layer *resize_new(int nd, const dla__layer_kind *kind, const char *na
                              const char *gtm, const char *nrm, int reference)
 {
     dla__props p = {0};
-    /* A single scale is every dim's (MATLAB's scalar Scale). */
+    /* A single scale is every dim's (MATLAB's scalar Scale); only when
+     * the others are all 0: {2, 1} in 3-D was taken for [2 1 2], where
+     * MATLAB refuses a Scale of two entries for three dims. */
+    int scalar = 1;
+    for (int i = 1; i < nd; i++)
+        scalar &= scale[i] == 0;
     for (int i = 0; i < nd; i++)
-        p.decay[i] = i == 0 || scale[i] != 0 ? scale[i] : scale[0];
+        p.decay[i] = scalar ? scale[0] : scale[i];
     for (int i = 0; i < nd; i++)
         p.size[i] = size_of(output_size[i]);
     p.dim = reference;

@@ -489,6 +489,23 @@ DLA_API dla_status dla_net_add_layers(dla_net *net, int n, dla_layer *const *lay
     return add_layers(net, n, layers, "dla_net_add_layers");
 }
 
+/* The option that gives l the named input port, when l's kind has it
+ * but l has it off: "ref" without EnableReferenceInput, "mask" without
+ * HasPaddingMaskInput, "hidden", "cell" without HasStateInputs. A
+ * connection to it said "layer 'rs' has inputs in1..in1", which hid the
+ * option to turn on. */
+static const char *port_option(const dla_layer *l, const char *port)
+{
+    if (l->kind->ref_port && l->kind->optional_ref && !strcmp(port, "ref"))
+        return "EnableReferenceInput";
+    if (l->kind->mask_port && !strcmp(port, "mask"))
+        return "HasPaddingMaskInput";
+    if (l->kind->state_ports &&
+        (!strcmp(port, "hidden") || (l->kind->state_ports > 1 && !strcmp(port, "cell"))))
+        return "HasStateInputs";
+    return NULL;
+}
+
 /* "name" or "name/inK" (or "name/in") into a layer and a 0-based port. */
 static dla_status parse_end(const dla_net *net, const char *s, int dest, int *layer, int *port,
                             const char *fn)
@@ -550,6 +567,11 @@ static dla_status parse_end(const dla_net *net, const char *s, int dest, int *la
          * for in1, names MATLAB refuses. */
         else if (!strncmp(slash, "/in", 3) && slash[3] >= '1' && slash[3] <= '9')
             k = strtol(slash + 3, &end, 10);
+        const char *option = k < 1 ? port_option(l, slash + 1) : NULL;
+        if (option)
+            return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: destination \"%s\": layer '%s' "
+                                "has no input \"%s\": its %s is off (its input is \"%s\")", fn,
+                                s, name, slash + 1, option, name);
         if (k < 1 || k > l->nin || (end && *end))
             return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: destination \"%s\": layer '%s' has "
                                 "inputs in1..in%d", fn, s, name, l->nin);

@@ -15,6 +15,7 @@
 
 #include "core/accel_advice.h"
 #include "core/scope.h"
+#include "core/tape.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -424,6 +425,75 @@ DLA_API dla_status dla_net_gradient(dla_net *net, dla_tensor *loss, dla_tensor *
     return dla_net_gradient_hooked(net, loss, grads, NULL);
 }
 
+/* Layers every path of which to the network's outputs enters a crop or
+ * resize layer by its "ref" input, which reads ref's size and never its
+ * values: their learnables' gradient is zero, but no op on the tape links
+ * them to the loss, and dla_gradient refused them ("the loss does not
+ * depend on it"), so trainnet could not train such a network (a branch
+ * that only sizes a crop). flags[l] is set for them; returns how many
+ * there are. */
+/* Input port k of l is a "ref": read for its size only. */
+static int by_size(const dla_layer *l, int k)
+{
+    const char *name = dla__in_port(l, k);
+    return name && !strcmp(name, "ref");
+}
+
+static int size_only_layers(const dla_net *net, char *flags)
+{
+    const int n = net->nlayers;
+    int refs = 0;
+    for (int l = 0; l < n; l++)
+        for (int k = 0; k < net->layers[l]->nin; k++)
+            refs += by_size(net->layers[l], k);
+    if (!refs)
+        return 0;
+    char *live = dla__nn_calloc((size_t)(n ? n : 1), 1);
+    if (!live)
+        return 0; /* dla_gradient then names them as before */
+    memset(flags, 0, (size_t)n);
+    for (int k = 0; k < net->noutputs; k++)
+        flags[net->outputs[k]] = live[net->outputs[k]] = 1;
+    /* flags: reaches an output; live: reaches one through values. */
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int k = 0; k < net->nconn; k++) {
+            const dla__conn *c = &net->conn[k];
+            if (flags[c->dst] && !flags[c->src])
+                flags[c->src] = 1, changed = 1;
+            if (live[c->dst] && !by_size(net->layers[c->dst], c->port) && !live[c->src])
+                live[c->src] = 1, changed = 1;
+        }
+    }
+    int count = 0;
+    for (int l = 0; l < n; l++) {
+        flags[l] = flags[l] && !live[l];
+        count += flags[l];
+    }
+    dla__nn_free(live);
+    return count;
+}
+
+/* may_miss[i] for learnable row i of a size-only layer (NULL: none, or
+ * no memory: dla_gradient then names them as before). */
+static char *size_only_rows(const dla_net *net)
+{
+    const dla_table *t = &net->tables[DLA__LEARNABLE];
+    char *flags = dla__nn_calloc((size_t)(net->nlayers ? net->nlayers : 1), 1);
+    char *rows = dla__nn_calloc((size_t)(t->count ? t->count : 1), 1);
+    if (!flags || !rows || size_only_layers(net, flags) == 0) {
+        dla__nn_free(flags);
+        dla__nn_free(rows);
+        return NULL;
+    }
+    for (int i = 0; i < t->count; i++)
+        for (int l = 0; l < net->nlayers; l++)
+            if (!strcmp(net->layers[l]->name, t->layer[i]))
+                rows[i] = flags[l];
+    dla__nn_free(flags);
+    return rows;
+}
+
 DLA_API dla_status dla_net_gradient_hooked(dla_net *net, dla_tensor *loss, dla_tensor **grads,
                                            const dla_gradient_hooks *hooks)
 {
@@ -440,7 +510,9 @@ DLA_API dla_status dla_net_gradient_hooked(dla_net *net, dla_tensor *loss, dla_t
         return st;
     }
     const dla_table *t = &net->tables[DLA__LEARNABLE];
-    dla_status st = dla_gradient_hooked(loss, t->count, t->values, grads, hooks);
+    char *may_miss = size_only_rows(net);
+    dla_status st = dla__gradient_may_miss(loss, t->count, t->values, grads, hooks, may_miss);
+    dla__nn_free(may_miss);
     /* dla_gradient names the learnable the loss does not reach by its
      * place in its list, "argument wrt[4] (2x4 single)", an argument the
      * caller never wrote: name its layer and parameter, and the usual

@@ -27,7 +27,8 @@ tests_test_net_edit_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
 tests_test_net_mask_SOURCES = tests/test_net_mask.c tests/testutil.h examples/token_net.h
 tests_test_net_mask_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_net_mask_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
-tests_test_net_rearrange_SOURCES = tests/test_net_rearrange.c tests/testutil.h tests/gradcheck.h
+tests_test_net_rearrange_SOURCES = tests/test_net_rearrange.c tests/testutil.h tests/tu_assert.h \
+	tests/gradcheck.h
 tests_test_net_rearrange_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_net_rearrange_LDADD = libdlaccel.la $(CMOCKA_LIBS) -lm
 tests_test_net_cross_attention_SOURCES = tests/test_net_cross_attention.c tests/testutil.h tests/gradcheck.h

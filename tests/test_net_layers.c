@@ -2057,6 +2057,12 @@ static void resize3d_and_reference_inputs_are_dla_resize(void **state)
     if (!strstr(dla_layer_error(bad), "Scale [2 -1 1] must be positive and finite"))
         fail_msg("%s", dla_layer_error(bad));
     dla_layer_free(bad);
+    /* Two scales for three dims: refused, not read as [2 1 2]. */
+    bad = dla_resize3d_layer(&(dla_resize3d_layer_options){.scale = {2, 1}});
+    assert_int_equal(dla_layer_status(bad), DLA_ERR_INVALID_ARGUMENT);
+    if (!strstr(dla_layer_error(bad), "Scale [2 1 0] must be positive and finite"))
+        fail_msg("%s", dla_layer_error(bad));
+    dla_layer_free(bad);
     bad = dla_resize3d_layer(&(dla_resize3d_layer_options){.output_size = {NAN, NAN, NAN}});
     if (!strstr(dla_layer_error(bad), "or some (not all) NaN"))
         fail_msg("%s", dla_layer_error(bad));

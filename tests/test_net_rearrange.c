@@ -2,7 +2,8 @@
  * test_net_rearrange.c - the layers that move elements without arithmetic:
  * depthToSpace2dLayer ("dcr" and "crd"), spaceToDepthLayer and
  * crop2dLayer and crop3dLayer (its "in" and "ref" ports, centre and custom windows);
- * a resize layer's "ref" port in a network's gradients.
+ * a resize layer's "ref" port in a network's gradients; a port whose
+ * option is off named with the option.
  * Values against index formulas written out as host loops, the refusals
  * and their messages, and gradients (first and second) of a network
  * using all three against finite differences, accelerated and not.
@@ -13,6 +14,7 @@
 #include <cmocka.h>
 
 #include "testutil.h"
+#include "tu_assert.h"
 
 #include <dlaccel.h>
 #include <stdio.h>
@@ -194,6 +196,17 @@ static void bad_blocks_modes_and_inputs_are_refused_by_name(void **state)
     if (!strstr(dla_last_error(), "6 channels are not a multiple"))
         fail_msg("%s", dla_last_error());
     dla_net_free(net);
+    /* Empty inputs whose dims times the block's pass int64: refused, not
+     * given a wrapped (0) output dim. */
+    const int64_t big = (int64_t)1 << 45, block = (int64_t)1 << 20;
+    expect_refused(dla_depth_to_space2d_layer((int64_t[]){block, block}, NULL),
+                   dla_zeros(DLA_F32, "SSCB", DLA_DIMS(big, big, 0, 1)), DLA_ERR_SHAPE,
+                   "depthToSpace2d: the input's 35184372088832 x 35184372088832 in 1048576 x "
+                   "1048576 blocks gives more rows or columns than an int64 counts");
+    expect_refused(dla_space_to_depth_layer((int64_t[]){block, block}, NULL),
+                   dla_zeros(DLA_F32, "SSCB", DLA_DIMS(block, block, big, 0)), DLA_ERR_SHAPE,
+                   "spaceToDepth: the input's 35184372088832 channels times the 1048576 x "
+                   "1048576 block are more than an int64 counts");
     dla_scope_end();
 }
 
@@ -245,8 +258,8 @@ static void crop_takes_the_reference_size_at_the_centre_or_a_location(void **sta
     if (!strstr(summary, "center crop"))
         fail_msg("%s", summary);
     dla_net_free(net);
-    /* 7 x 6 pooled to 3 x 3: rows 3 - 1 = 2.. (one more above than below),
-     * columns 3 - 1 = 2... */
+    /* 7 x 6 pooled to 3 x 3: rows 3 - 1 = 2.., columns 3 - 1 = 2.. (one
+     * more column before the window than after: 6 is even). */
     x = counting((int64_t[]){7, 6, 2, 1});
     net = crop_net(7, 6, dla_crop2d_layer(&(dla_crop2d_layer_options){.name = "crop"}));
     assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
@@ -388,6 +401,156 @@ static void crop3d_takes_the_reference_volume(void **state)
     dla_scope_end();
 }
 
+/* A port whose option is off ("rs/ref" of a resize layer without
+ * EnableReferenceInput, "attn/mask", "lstm/hidden") names the option; it
+ * said "layer 'rs' has inputs in1..in1". */
+static void a_port_of_an_option_that_is_off_names_the_option(void **state)
+{
+    (void)state;
+    dla_layer *l[] = {
+        dla_image_input_layer(4, 4, 1, &(dla_image_input_options){.normalization = "none",
+                                                                   .name = "in"}),
+        dla_resize2d_layer(&(dla_resize2d_layer_options){.scale = {2}, .name = "rs"}),
+        dla_self_attention_layer(1, 4, &(dla_self_attention_layer_options){.name = "attn"}),
+        dla_lstm_layer(3, &(dla_lstm_layer_options){.name = "lstm"}),
+    };
+    dla_net *net = dla_net_create(2, l);
+    assert_non_null(net);
+    assert_int_equal(dla_net_add_layers(net, 1, l + 2), DLA_OK);
+    assert_int_equal(dla_net_add_layers(net, 1, l + 3), DLA_OK);
+    static const char *const dest[] = {"rs/ref", "attn/mask", "lstm/hidden"};
+    static const char *const want[] = {
+        "dla_net_connect: destination \"rs/ref\": layer 'rs' has no input \"ref\": its "
+        "EnableReferenceInput is off (its input is \"rs\")",
+        "layer 'attn' has no input \"mask\": its HasPaddingMaskInput is off",
+        "layer 'lstm' has no input \"hidden\": its HasStateInputs is off"};
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(dla_net_connect(net, "in", dest[k]), DLA_ERR_INVALID_ARGUMENT);
+        if (!strstr(dla_last_error(), want[k]))
+            fail_msg("%s", dla_last_error());
+    }
+    /* The input itself still connects by "name/in", and other names still
+     * list in1..in1. */
+    assert_int_equal(dla_net_disconnect(net, "in", "rs/in"), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "in", "rs/in"), DLA_OK);
+    assert_int_equal(dla_net_connect(net, "in", "rs/other"), DLA_ERR_INVALID_ARGUMENT);
+    if (!strstr(dla_last_error(), "layer 'rs' has inputs in1..in1"))
+        fail_msg("%s", dla_last_error());
+    dla_net_free(net);
+}
+
+/* in -> ca -> crop/in (or rs/in) -> fc; in -> cb -> crop/ref: cb reaches
+ * the output only through a port whose values are never read. */
+static dla_net *sized_by_a_branch(int resize)
+{
+    dla_layer *l[] = {
+        dla_image_input_layer(6, 6, 1, &(dla_image_input_options){.normalization = "none",
+                                                                   .name = "in"}),
+        dla_conv2d_layer(3, 3, 2, &(dla_conv_layer_options){.padding_mode = "same",
+                                                             .name = "ca"}),
+        resize ? dla_resize2d_layer(&(dla_resize2d_layer_options){.enable_reference_input = 1,
+                                                                   .name = "crop"})
+               : dla_crop2d_layer(&(dla_crop2d_layer_options){.name = "crop"}),
+        dla_fc_layer(2, NULL),
+        dla_softmax_layer(NULL),
+        dla_conv2d_layer(3, 3, 2, &(dla_conv_layer_options){.name = "cb"}),
+    };
+    dla_net *net = dla_net_create(5, l);
+    assert_non_null(net);
+    assert_int_equal(dla_net_add_layers(net, 1, l + 5), DLA_OK);
+    if (dla_net_connect(net, "in", "cb") != DLA_OK ||
+        dla_net_connect(net, "cb", "crop/ref") != DLA_OK || dla_net_init(net, 0, NULL) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    return net;
+}
+
+typedef struct branch_ctx {
+    dla_net *net;
+    int penalty; /* add sum(cb/Weights .^ 2) to the loss */
+} branch_ctx;
+
+/* out = {loss, one gradient per learnable}. */
+static dla_status branch_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                              dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    const branch_ctx *b = ctx;
+    dla_tensor *y = NULL;
+    dla_status st = dla_net_forward(b->net, 1, in, 1, &y, NULL, NULL);
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_sum(dla_mul(y, y), 0, NULL);
+    if (b->penalty) {
+        dla_tensor *w = dla_net_get(b->net, "cb", "Weights");
+        out[0] = dla_add(out[0], dla_sum(dla_mul(w, w), 0, NULL));
+    }
+    return dla_net_gradient(b->net, out[0], out + 1);
+}
+
+/* Learnables that reach the outputs only through a "ref" input (a branch
+ * that only sizes a crop or a resize) have zero gradients, as their
+ * values change nothing; dla_net_gradient refused them ("the loss does
+ * not depend on learnable 3, cb/Weights"), and trainnet with it. A loss
+ * that reads them itself still gets their gradient. */
+static void a_branch_that_only_sizes_gets_zero_gradients(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(9);
+    for (int resize = 0; resize < 2; resize++) {
+        dla_net *net = sized_by_a_branch(resize);
+        assert_string_equal(dla_net_layer_name(net, 5), "cb");
+        const int nl = dla_net_learnable_count(net);
+        assert_int_equal(nl, 6);
+        dla_tensor *x = dla_randn(DLA_F32, "SSCB", DLA_DIMS(6, 6, 1, 3));
+        for (int accel = 0; accel < 2; accel++)
+            for (int penalty = 0; penalty < 2; penalty++) {
+                dla_net_set_accelerate(net, accel);
+                branch_ctx b = {net, penalty};
+                dla_tensor *out[7];
+                if (dla_feval(branch_loss, &b, 1, &x, 1 + nl, out) != DLA_OK)
+                    fail_msg("resize %d, accel %d, penalty %d: %s", resize, accel, penalty,
+                             dla_last_error());
+                /* ca's and fc's rows: not zero; cb's: zero, or 2 w and 0
+                 * with the penalty. */
+                dla_table *t = dla_net_learnables(net);
+                for (int r = 0; r < nl; r++) {
+                    dla_tensor *g = out[1 + r], *v = dla_table_value(t, r);
+                    if (strcmp(dla_table_layer(t, r), "cb")) {
+                        if (!(dla_tensor_item(dla_max(dla_abs(g), 0, NULL), 0) > 0))
+                            fail_msg("resize %d, accel %d, penalty %d: %s/%s's gradient is "
+                                     "zero", resize, accel, penalty, dla_table_layer(t, r),
+                                     dla_table_parameter(t, r));
+                        continue;
+                    }
+                    const int w = !strcmp(dla_table_parameter(t, r), "Weights");
+                    assert_int_equal(dla_tensor_numel(g), dla_tensor_numel(v));
+                    for (int64_t e = 0; e < dla_tensor_numel(g); e++)
+                        tu_assert_near(dla_tensor_item(g, e),
+                                       penalty && w ? 2 * dla_tensor_item(v, e) : 0.0, 1e-6);
+                }
+            }
+        /* trainnet trains it, alone and in parallel (whose gradient
+         * hooks the zero rows never reach). */
+        int32_t labels[8] = {0, 1, 0, 1, 1, 0, 1, 0};
+        dla_train_data data = {
+            .predictors = dla_randn(DLA_F32, "SSCB", DLA_DIMS(6, 6, 1, 8)),
+            .targets = dla_tensor_from_host(labels, DLA_I32, "CB", DLA_DIMS(1, 8))};
+        for (int par = 0; par < 2; par++) {
+            dla_net *trained = NULL;
+            if (dla_trainnet(&data, net, &(dla_train_loss){.name = "crossentropy"},
+                             &(dla_training_options){
+                                 .solver = "sgdm", .max_epochs = 1, .mini_batch_size = 4,
+                                 .verbose = -1, .execution_environment = par ? "parallel" : NULL},
+                             &trained, NULL) != DLA_OK)
+                fail_msg("trainnet%s: %s", par ? " in parallel" : "", dla_last_error());
+            dla_net_free(trained);
+        }
+        dla_net_free(net);
+    }
+    dla_scope_end();
+}
+
 /* conv -> crop/in with the pooled input as ref -> depth to space (3 x 6)
  * -> resize to the pooled input's 3 x 3 -> conv -> space to depth -> fc:
  * first and second derivatives of every learnable, replayed and eager. */
@@ -449,6 +612,8 @@ int main(void)
         TU_TEST(crop_ports_and_windows_that_do_not_fit_are_refused),
         TU_TEST(crop3d_takes_the_reference_volume),
         TU_TEST(a_network_of_the_three_differentiates),
+        TU_TEST(a_port_of_an_option_that_is_off_names_the_option),
+        TU_TEST(a_branch_that_only_sizes_gets_zero_gradients),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -459,6 +459,14 @@ static void test_bad_arguments_are_named(void **state)
     tu_expect_error(dla_resize(dla_zeros(DLA_F32, "SC", DLA_DIMS(0, 2)),
                             &(dla_resize_options){.output_size = {3}}),
                  DLA_ERR_SHAPE, "spatial dim 1 is empty");
+    /* Sizes of 2^30 (each allowed) along three dims: 2^90 elements,
+     * refused before any work; the first dim's 28 GiB of host tables were
+     * allocated first (the process killed for memory). */
+    const double most = (double)((int64_t)1 << 30);
+    tu_expect_error(dla_resize(dla_zeros(DLA_F32, "SSSCB", DLA_DIMS(3, 3, 3, 1, 1)),
+                               &(dla_resize_options){.output_size = {most, most, most}}),
+                    DLA_ERR_INVALID_ARGUMENT, "dla_resize: dims 1073741824x1073741824x1073741824x"
+                                              "1x1: too many elements");
     dla_scope_end();
 }
 

@@ -762,7 +762,9 @@ DLA_API dla_layer *dla_word_embedding_layer(int64_t dimension, int64_t num_words
  * rounding); no learnables. Give exactly one of scale, output_size and
  * enable_reference_input: with the last the layer has the inputs
  * "name/in" and "name/ref" (dla_net_connect) and resizes "in" to the "S"
- * dims of "ref" (only its size is read; no gradient flows into it). The
+ * dims of "ref" (only its size is read; no gradient flows into it:
+ * learnables that reach the outputs only through it get zeros from
+ * dla_net_gradient). The
  * options are saved and loaded with the network. Errors: an error layer
  * (DLA_ERR_INVALID_ARGUMENT) for options out of range; DLA_ERR_FORMAT at
  * initialization for an input without exactly two "S" dims. */
@@ -784,7 +786,7 @@ DLA_API dla_layer *dla_resize2d_layer(const dla_resize2d_layer_options *opts);
  * "trilinear". */
 typedef struct dla_resize3d_layer_options {
     const char *name;
-    double scale[3];       /* scale[1], scale[2] 0: scale[0] */
+    double scale[3];       /* scale[1] and scale[2] both 0: scale[0] for all */
     double output_size[3]; /* NAN in some (not all): keep the aspect ratio */
     const char *method;    /* NULL: "nearest", or "trilinear" */
     const char *geometric_transform_mode;
@@ -795,12 +797,14 @@ DLA_API dla_layer *dla_resize3d_layer(const dla_resize3d_layer_options *opts);
 
 /* MATLAB crop2dLayer("centercrop" | [x y]): crops the two "S" dims of
  * its input "in" to the height and width of its second input "ref" (only
- * ref's size is read: no gradient flows into it). The layer's inputs are
+ * ref's size is read: no gradient flows into it, and learnables that reach
+ * the outputs only through it get zeros). The layer's inputs are
  * "name/in" and "name/ref" (dla_net_connect); an unconnected one is a
  * network input of that name. Mode "centercrop" (the default) puts the
- * input's centre element, floor(n/2) + 1 (1-based), on the window's own
- * (MATLAB's Crop2DCenterCropStrategy: with an odd leftover the extra row
- * is above the window); a
+ * input's centre element, floor(n/2) + 1 (1-based; n the input's size, m
+ * the reference's), on the window's own, floor(m/2) + 1: MATLAB's rule
+ * (its Crop2DCenterCropStrategy), which with an odd n - m leaves the extra
+ * row before the window for an even n and after it for an odd n; a
  * location [x y] is the 1-based column and row of the window's upper-left
  * corner (Mode "custom"). Errors: an error layer (DLA_ERR_INVALID_ARGUMENT)
  * for a location that is not whole numbers from 1 on or a Mode with a
@@ -1276,7 +1280,9 @@ DLA_API dla_status dla_net_predict_state(dla_net *net, int nin, dla_tensor *cons
  * learnable the loss does not depend on (a layer only an output left out
  * of the loss reaches, or values given in dla_net_forward_options.learnables
  * instead of the network's) is DLA_ERR_INVALID_ARGUMENT naming its row,
- * layer and parameter. */
+ * layer and parameter; except that a layer every path of which to the
+ * outputs enters a crop or resize layer by its "ref" input (whose values
+ * are never read) has zero gradients, as its values change nothing. */
 DLA_API dla_status dla_net_gradient(dla_net *net, dla_tensor *loss, dla_tensor **grads);
 /* dla_net_gradient through dla_gradient_hooked: ready's index is the
  * learnable's row. */
