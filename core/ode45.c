@@ -182,11 +182,14 @@ static int finite_state(dla_tensor *y, dla_tensor *f)
 }
 
 /* ode45's first step when none is given: from the slope at t0, scaled by
- * the solution, bounded by hmax. */
+ * the solution, bounded by hmax and by the distance to the first time
+ * requested, |tspan[1] - tspan[0]| (MathWorks' ode45.m takes odearguments'
+ * htspan = abs(tspan(2) - tspan(1)), not the whole interval: with a slope
+ * of 0 at t0 and tspan = [0 1e-3 10] it starts at 1e-3, not at hmax = 1). */
 static double first_step(const solver *s, dla_tensor *y0, dla_tensor *f0, double hmax,
-                         double span)
+                         double htspan)
 {
-    double absh = fmin(hmax, span);
+    double absh = fmin(hmax, htspan);
     const double rh = scaled_max(s, f0, dla_abs(y0)) / (0.8 * pow(s->rtol, 0.2));
     if (absh * rh > 1)
         absh = 1 / rh;
@@ -349,7 +352,7 @@ static dla_tensor *integrate(solver *s, int nt, const double *tspan, dla_tensor 
     }
     f = slope(s, t, y);
     if (dla_tensor_status(f) == DLA_OK)
-        absh = o->initial_step > 0 ? fmin(hmax, o->initial_step) : first_step(s, y, f, hmax, span);
+        absh = o->initial_step > 0 ? fmin(hmax, o->initial_step) : first_step(s, y, f, hmax, fabs(tspan[1] - tspan[0]));
     dla_tensor_retain(f);
     dla_scope_end();
     if (dla_tensor_status(f) != DLA_OK) {

@@ -99,15 +99,26 @@ static void copy_plain(const job *jb, const dla__image *im, unsigned char *dst)
 }
 
 /* Channel k of pixel p (its number in the image) of im, after the
- * colour preprocessing: rgb2gray with MATLAB's rgb2gray weights, gray2rgb
- * the one channel for each; an image that is already what is asked for
- * as it is. */
+ * colour preprocessing: rgb2gray as MATLAB's, gray2rgb the one channel
+ * for each; an image that is already what is asked for as it is.
+ * MATLAB's rgb2gray weighs R, G and B by the first row of the inverse of
+ * the NTSC matrix [1 .956 .621; 1 -.272 -.647; 1 -1.106 1.703] (0.2989,
+ * 0.5870 and 0.1140 to four places, which sum to 0.9999 and read white as
+ * 254.97) and, the image being uint8 or uint16 as read, rounds to its
+ * class; augmentedImageDatastore does that before the transforms. So the
+ * sum is rounded here in the file's own units (16-bit samples are /257 in
+ * the 8-bit units dla__image_sample gives). */
 static double sample(const dla__image *im, int color, size_t p, int k)
 {
     size_t at = p * (size_t)im->c;
-    if (color == DLA__COLOR_RGB2GRAY && im->c == 3)
-        return 0.2989 * dla__image_sample(im, at) + 0.5870 * dla__image_sample(im, at + 1) +
-               0.1140 * dla__image_sample(im, at + 2);
+    if (color == DLA__COLOR_RGB2GRAY && im->c == 3) {
+        double unit = im->depth == 1 ? 1.0 : 257.0;
+        double v = (0.298936021293775 * dla__image_sample(im, at) +
+                    0.587043074451121 * dla__image_sample(im, at + 1) +
+                    0.114020904255103 * dla__image_sample(im, at + 2)) *
+                   unit;
+        return floor(v + 0.5) / unit;
+    }
     if (color == DLA__COLOR_GRAY2RGB && im->c == 1)
         return dla__image_sample(im, at);
     return dla__image_sample(im, at + (size_t)k);
@@ -141,19 +152,27 @@ static void warp(const job *jb, const dla__image *im, const xform *t, unsigned c
     double sy = (double)im->h / jb->h, sx = (double)im->w / jb->w;
     double cy = (im->h - 1) / 2.0, cx = (im->w - 1) / 2.0;
     /* The transform's linear part, forward, in (x right, y down) about the
-     * centre, applied to the reflected image: scale, then the x shear (x
-     * += tan(a) y), the y shear (y += tan(b) x), then the rotation, which
-     * turns counterclockwise as displayed (imrotate's way; with rows down
-     * a point right of the centre goes up: x' = c x + s y, y' = -s x +
-     * c y). Its inverse takes the output's points back. */
+     * centre, in MATLAB imageDataAugmenter's order (its affine matrix is
+     * rotation * shear * scale * reflection * translation, for row
+     * vectors, so the rotation acts first): the rotation, which turns
+     * counterclockwise as displayed (imrotate's way; with rows down a
+     * point right of the centre goes up: x' = c x + s y, y' = -s x + c y),
+     * then both shears at once (x' = x + tan(a) y, y' = y + tan(b) x),
+     * the scale, the reflection, and last the translation. The inverse
+     * takes the output's points back: the translation and the reflection
+     * undone, then the inverse of scale * shear * rotation. */
     double kx = tan(t->shear_x * deg), ky = tan(t->shear_y * deg);
     double ca = cos(t->angle * deg), sa = sin(t->angle * deg);
-    double s00 = t->scale_x, s01 = kx * t->scale_y;
-    double s10 = ky * t->scale_x, s11 = (ky * kx + 1) * t->scale_y;
-    double m00 = ca * s00 + sa * s10, m01 = ca * s01 + sa * s11;
-    double m10 = -sa * s00 + ca * s10, m11 = -sa * s01 + ca * s11;
-    double det = m00 * m11 - m01 * m10; /* scale_x scale_y: shears keep areas */
-    double i00 = m11 / det, i01 = -m01 / det, i10 = -m10 / det, i11 = m00 / det;
+    double m00 = t->scale_x * (ca - kx * sa), m01 = t->scale_x * (sa + kx * ca);
+    double m10 = t->scale_y * (ky * ca - sa), m11 = t->scale_y * (ky * sa + ca);
+    /* scale_x scale_y (1 - tan(a) tan(b)): zero when the two shears'
+     * tangents multiply to 1 (45 and 45 degrees), which flattens the
+     * image onto a line; no output point then comes from one input point,
+     * and every one takes the fill value. */
+    double det = m00 * m11 - m01 * m10;
+    int flat = !(fabs(det) > 1e-12 * fabs(t->scale_x * t->scale_y));
+    double i00 = flat ? 0 : m11 / det, i01 = flat ? 0 : -m01 / det;
+    double i10 = flat ? 0 : -m10 / det, i11 = flat ? 0 : m00 / det;
     /* Where a crop starts in the transformed image (the same size as the
      * input; read_one refused images smaller than the output). */
     int y0 = 0, x0 = 0;
@@ -183,12 +202,13 @@ static void warp(const job *jb, const dla__image *im, const xform *t, unsigned c
                 ry = y0 + yo;
             }
             double dx = rx - cx - t->tx, dy = ry - cy - t->ty;
-            double u = i00 * dx + i01 * dy, v = i10 * dx + i11 * dy;
             if (t->flip_x)
-                u = -u;
+                dx = -dx;
             if (t->flip_y)
-                v = -v;
-            double xi = snap(cx + u), yi = snap(cy + v);
+                dy = -dy;
+            double u = i00 * dx + i01 * dy, v = i10 * dx + i11 * dy;
+            /* A flattening transform: outside the image, so the fill. */
+            double xi = flat ? -2 : snap(cx + u), yi = flat ? -2 : snap(cy + v);
             double fx0 = floor(xi), fy0 = floor(yi), fx = xi - fx0, fy = yi - fy0;
             for (int k = 0; k < jb->c; k++) {
                 double acc = 0;

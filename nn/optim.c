@@ -130,6 +130,13 @@ static dla_status commit(const char *fn, int n, int k, dla_tensor ***lists, dla_
     return st;
 }
 
+/* zero_rate_note: a learning rate of 0 leaves everything as it is, the
+ * velocity and the moving averages too, as MathWorks' sgdmupdate.m,
+ * adamupdate.m and rmspropupdate.m short-circuit a zero rate (and their
+ * trainNetwork solvers skip a parameter whose rate is 0). Updating the
+ * state anyway (a momentum decaying the velocity, the first gradient
+ * entering Adam's averages at a warm-up's rate of 0) changed every later
+ * step from MATLAB's. The arguments are still checked. */
 DLA_API dla_status dla_sgdmupdate(int n, dla_tensor **params, dla_tensor *const *grads,
                                   dla_tensor **velocity, double learn_rate, double momentum)
 {
@@ -146,6 +153,8 @@ DLA_API dla_status dla_sgdmupdate(int n, dla_tensor **params, dla_tensor *const 
     if (!(learn_rate >= 0) || isinf(learn_rate) || !(momentum >= 0 && momentum <= 1))
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: learnRate %g must be finite and >= 0 "
                             "and momentum %g in [0, 1]", fn, learn_rate, momentum);
+    if (learn_rate == 0)
+        return DLA_OK; /* see zero_rate_note */
     dla_tensor **next = dla__nn_calloc((size_t)(2 * n), sizeof *next);
     if (!next)
         return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
@@ -184,6 +193,8 @@ DLA_API dla_status dla_adamupdate(int n, dla_tensor **params, dla_tensor *const 
                             "finite and >= 0, gradDecay %g and sqGradDecay %g in [0, 1), epsilon "
                             "%g finite and > 0", fn, iteration, learn_rate, grad_decay,
                             sq_grad_decay, epsilon);
+    if (learn_rate == 0)
+        return DLA_OK; /* see zero_rate_note */
     double step = learn_rate * sqrt(1 - pow(sq_grad_decay, iteration)) /
                   (1 - pow(grad_decay, iteration));
     dla_tensor **next = dla__nn_calloc((size_t)(3 * n), sizeof *next);
@@ -222,6 +233,8 @@ DLA_API dla_status dla_rmspropupdate(int n, dla_tensor **params, dla_tensor *con
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: learnRate %g must be finite and >= 0, "
                             "sqGradDecay %g in [0, 1), epsilon %g finite and > 0", fn, learn_rate,
                             sq_grad_decay, epsilon);
+    if (learn_rate == 0)
+        return DLA_OK; /* see zero_rate_note */
     dla_tensor **next = dla__nn_calloc((size_t)(2 * n), sizeof *next);
     if (!next)
         return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);

@@ -698,6 +698,96 @@ static void test_augmentation_directions_are_as_documented(void **state)
     dla_imds_free(ds);
 }
 
+static dla_imds *one_image(const char *name, int h, int w, int ch, const unsigned char *v,
+                           dla_dtype dtype);
+
+/* 2x2 matrices for row vectors, [x y] * m, as MATLAB's affine2d. */
+typedef struct { double a[2][2]; } m2;
+static m2 m2_mul(m2 p, m2 q)
+{
+    m2 r;
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++)
+            r.a[i][j] = p.a[i][0] * q.a[0][j] + p.a[i][1] * q.a[1][j];
+    return r;
+}
+
+/* The composition of imageDataAugmenter's transforms, as MathWorks'
+ * imageDataAugmenter.m builds its affine matrix for row vectors
+ * (rotation * shear * scale * reflection * translation, each about the
+ * centre, so the rotation acts first), applied by mapping each output
+ * pixel back through that matrix's inverse. The transforms are chosen so
+ * that the inverse maps pixel centres onto pixel centres. Before, the
+ * library composed them the other way round (reflection, scale, x shear,
+ * y shear, rotation): a 90-degree turn with a half x scale halved the
+ * image's height as displayed rather than its width, and two shears of 45
+ * degrees, which MATLAB's matrix flattens onto a line, gave an image. */
+static void test_augmentation_composes_transforms_in_matlab_order(void **state)
+{
+    (void)state;
+    unsigned char in[25];
+    for (int i = 0; i < 25; i++)
+        in[i] = (unsigned char)(5 + 9 * i); /* row r, column c at 5r + c */
+    dla_imds *ds = one_image("order", 5, 5, 1, in, DLA_U8);
+    const m2 rot90 = {{{0, -1}, {1, 0}}};   /* [cosd -sind; sind cosd] at 90 */
+    const m2 xshear45 = {{{1, 0}, {1, 1}}}; /* [1 tand(YShear); tand(XShear) 1] */
+    const m2 xhalf = {{{0.5, 0}, {0, 1}}};
+    const m2 xflip = {{{-1, 0}, {0, 1}}};
+    const m2 eye = {{{1, 0}, {0, 1}}};
+    struct {
+        dla_image_augmenter g;
+        m2 t[2];   /* MATLAB's matrix, without and with the x reflection */
+        double tx; /* the x translation */
+    } cases[] = {
+        {{.rand_rotation = {90, 90}, .rand_x_scale = {0.5, 0.5}, .fill_value = {1}},
+         {m2_mul(rot90, xhalf), m2_mul(rot90, xhalf)}, 0},
+        {{.rand_rotation = {90, 90}, .rand_x_shear = {45, 45}, .rand_x_translation = {1, 1},
+          .fill_value = {2}},
+         {m2_mul(rot90, xshear45), m2_mul(rot90, xshear45)}, 1},
+        {{.rand_rotation = {90, 90}, .rand_x_reflection = 1, .fill_value = {3}},
+         {rot90, m2_mul(rot90, xflip)}, 0},
+        {{.rand_x_shear = {45, 45}, .rand_y_shear = {45, 45}, .fill_value = {4}}, {eye, eye}, 0},
+    };
+    for (int k = 0; k < 4; k++) {
+        dla_imds *a;
+        assert_ok(dla_augimds_create((int64_t[]){5, 5}, ds, &cases[k].g, 3, &a));
+        int seen[2] = {0, 0};
+        for (int read = 0; read < (cases[k].g.rand_x_reflection ? 24 : 1); read++) {
+            unsigned char out[25];
+            read_u8(a, out, sizeof out);
+            int match[2] = {1, 1};
+            for (int f = 0; f < 2; f++) {
+                m2 t = cases[k].t[f];
+                double det = t.a[0][0] * t.a[1][1] - t.a[0][1] * t.a[1][0];
+                for (int yo = 0; yo < 5; yo++)
+                    for (int xo = 0; xo < 5; xo++) {
+                        int want = (int)cases[k].g.fill_value[0];
+                        if (k != 3) { /* the two 45-degree shears: singular, all fill */
+                            double dx = xo - 2 - cases[k].tx, dy = yo - 2;
+                            /* [u v] = [dx dy] * inv(t) */
+                            double u = (dx * t.a[1][1] - dy * t.a[1][0]) / det;
+                            double v = (-dx * t.a[0][1] + dy * t.a[0][0]) / det;
+                            int x = (int)lround(u) + 2, y = (int)lround(v) + 2;
+                            assert_true(fabs(u - lround(u)) < 1e-9 && fabs(v - lround(v)) < 1e-9);
+                            if (x >= 0 && x < 5 && y >= 0 && y < 5)
+                                want = in[5 * y + x];
+                        }
+                        match[f] &= out[yo + 5 * xo] == want;
+                    }
+            }
+            if (!match[0] && !match[1])
+                fail_msg("case %d, read %d: neither MATLAB's transform nor its reflected one", k,
+                         read);
+            seen[0] |= match[0];
+            seen[1] |= match[1];
+        }
+        if (cases[k].g.rand_x_reflection)
+            assert_true(seen[0] && seen[1]);
+        dla_imds_free(a);
+    }
+    dla_imds_free(ds);
+}
+
 /* A gray PNG of h x w from v (row-major), in a fresh folder name/c; the
  * datastore over it, read as dtype. */
 static dla_imds *one_image(const char *name, int h, int w, int ch, const unsigned char *v,
@@ -715,11 +805,12 @@ static dla_imds *one_image(const char *name, int h, int w, int ch, const unsigne
     return ds;
 }
 
-/* Shears, with a rotation and a translation after them, checked by
- * mapping every input pixel forward (the library maps the output back):
- * about the centre (2, 2) of a 5x5 image, an x shear of 45 degrees moves
- * x by y (y down), a rotation of 90 turns (x, y) to (y, -x)
- * (counterclockwise as displayed), then +1 in x. Shear and rotation by
+/* Shears, with a rotation before them and a translation after them
+ * (MATLAB's order), checked by mapping every input pixel forward (the
+ * library maps the output back): about the centre (2, 2) of a 5x5 image,
+ * a rotation of 90 turns (x, y) to (y, -x) (counterclockwise as
+ * displayed), an x shear of 45 degrees moves x by y (y down), then +1 in
+ * x. Shear and rotation by
  * whole steps map pixel centres onto pixel centres, so every output
  * pixel is one input pixel or the fill; the fill value is what comes in
  * from outside. */
@@ -744,13 +835,13 @@ static void test_shear_and_fill_value_map_pixels_as_documented(void **state)
         for (int y = 0; y < 5; y++)
             for (int x = 0; x < 5; x++) {
                 int u = x - 2, v = y - 2; /* about the centre */
-                if (t == XS || t == XS_ROT_T)
+                if (t == XS)
                     u += v;
                 if (t == YS)
                     v -= u;
-                if (t == XS_ROT_T) {
+                if (t == XS_ROT_T) { /* MATLAB's order: the rotation, then the shear */
                     int ru = v, rv = -u;
-                    u = ru + 1;
+                    u = ru + rv + 1;
                     v = rv;
                 }
                 int xo = u + 2, yo = v + 2;
@@ -988,8 +1079,13 @@ static void test_output_size_mode_crops_without_resizing(void **state)
     dla_imds_free(ds);
 }
 
-/* ColorPreprocessing: "rgb2gray" weighs R, G, B by MATLAB's rgb2gray
- * 0.2989, 0.5870, 0.1140 and leaves gray images as they are; "gray2rgb"
+/* ColorPreprocessing: "rgb2gray" is MATLAB's rgb2gray of the image as
+ * read (uint8): R, G, B weighed by the first row of inv of the NTSC matrix
+ * (0.298936021293775, 0.587043074451121, 0.114020904255103), rounded to
+ * a whole 8-bit value, as augmentedImageDatastore converts before
+ * augmenting; gray images are left as they are. Before, the weights were
+ * 0.2989, 0.5870, 0.1140 and nothing was rounded (pure red read 76.22/255,
+ * not 76/255; white 254.97/255). "gray2rgb"
  * copies a gray image's channel to three and leaves RGB images as they
  * are. Either lets a datastore mix gray and RGB files. */
 static void test_color_preprocessing_mixes_gray_and_rgb(void **state)
@@ -1020,9 +1116,11 @@ static void test_color_preprocessing_mixes_gray_and_rgb(void **state)
     dla_tensor_release(x);
     for (int y = 0; y < 2; y++)
         for (int c = 0; c < 2; c++) {
-            const unsigned char *p = rgb + (2 * y + c) * 3;
-            double want = (0.2989 * p[0] + 0.5870 * p[1] + 0.1140 * p[2]) / 255.0;
-            tu_assert_near(out[y + 2 * c], want, 1e-6);
+            /* MATLAB's rgb2gray(uint8(...)) of red, green, blue and
+             * [90 140 230]: round(76.23), round(149.70), round(29.08),
+             * round(135.32). */
+            const double matlab[4] = {76, 150, 29, 135};
+            tu_assert_near(out[y + 2 * c], matlab[2 * y + c] / 255.0, 1e-6);
             tu_assert_near(out[4 + y + 2 * c], gray[2 * y + c] / 255.0, 1e-6);
         }
     dla_imds_free(a);
@@ -2225,6 +2323,7 @@ int main(void)
         TU_TEST(test_augmented_resize_replicates_the_edge),
         TU_TEST(test_augmentation_directions_are_as_documented),
         TU_TEST(test_shear_and_fill_value_map_pixels_as_documented),
+        TU_TEST(test_augmentation_composes_transforms_in_matlab_order),
         TU_TEST(test_x_and_y_scales_apart_and_fill_per_channel),
         TU_TEST(test_output_size_mode_crops_without_resizing),
         TU_TEST(test_color_preprocessing_mixes_gray_and_rgb),

@@ -77,6 +77,45 @@ static void test_decay_matches_exp_at_every_requested_time(void **state)
     dla_scope_end();
 }
 
+/* y' = 0. */
+static dla_tensor *still(double t, dla_tensor *y, int ntheta, dla_tensor *const *theta, void *ctx)
+{
+    (void)t, (void)ntheta, (void)theta, (void)ctx;
+    return dla_affine(y, 0, 0);
+}
+
+/* Without an initial step, the first is bounded by the distance to the
+ * first requested time, |tspan[1] - tspan[0]|, as MathWorks' ode45.m
+ * bounds it (odearguments' htspan), and by hmax, a tenth of the whole
+ * interval. With a slope of 0 every step is accepted and the next is 5
+ * times longer, up to hmax: over [0 1e-3 10], MATLAB's steps are 1e-3,
+ * 5e-3, 0.025, 0.125, 0.625 and then 1, 15 in all; over [0 10], ten of 1.
+ * The first step was bounded by the whole interval (ten steps either
+ * way). */
+static void test_first_step_is_bounded_by_the_first_interval(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *y0 = dla_ones(DLA_F64, "", 2, (int64_t[]){2, 1});
+    dla_ode_stats st;
+    dla_tensor *y = dla_ode45(still, NULL, 3, (const double[]){0, 1e-3, 10}, y0, 0, NULL,
+                              &(dla_ode_options){.stats = &st});
+    assert_int_equal(dla_tensor_status(y), DLA_OK);
+    assert_int_equal(st.steps, 15);
+    assert_int_equal(st.failed, 0);
+    tu_assert_near(at(y, 3), 1, 0);
+    y = dla_ode45(still, NULL, 2, (const double[]){0, 10}, y0, 0, NULL,
+                  &(dla_ode_options){.stats = &st});
+    assert_int_equal(dla_tensor_status(y), DLA_OK);
+    assert_int_equal(st.steps, 10);
+    /* Backwards the same: [10 9.999 0]. */
+    y = dla_ode45(still, NULL, 3, (const double[]){10, 9.999, 0}, y0, 0, NULL,
+                  &(dla_ode_options){.stats = &st});
+    assert_int_equal(dla_tensor_status(y), DLA_OK);
+    assert_int_equal(st.steps, 15);
+    dla_scope_end();
+}
+
 /* The default tolerances hold the error near 1e-3 relative; tighter ones
  * take more steps and give less. */
 static void test_tighter_tolerances_take_more_steps_for_less_error(void **state)
@@ -887,6 +926,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         TU_TEST(test_decay_matches_exp_at_every_requested_time),
+        TU_TEST(test_first_step_is_bounded_by_the_first_interval),
         TU_TEST(test_tighter_tolerances_take_more_steps_for_less_error),
         TU_TEST(test_rotation_keeps_the_format_and_adds_t),
         TU_TEST(test_it_integrates_backwards_in_time),

@@ -34,6 +34,67 @@ static void assert_vec(dla_tensor *t, int n, const double *want, double tol)
             fail_msg("element %d: %.12g, want %.12g", i, dla_tensor_item(t, i), want[i]);
 }
 
+/* A learning rate of 0 leaves the parameters and the state as they are,
+ * as MathWorks' sgdmupdate.m, adamupdate.m and rmspropupdate.m
+ * short-circuit it: a warm-up that starts at 0 must not put its first
+ * gradient into Adam's averages, nor let a momentum decay the velocity.
+ * Before, the state moved (Adam's average took (1 - 0.9) * g). An empty
+ * state stays empty (NULL, zeros). */
+static void a_zero_rate_leaves_the_state_as_matlab(void **state)
+{
+    (void)state;
+    double p0[2] = {1, -2}, g1[2] = {0.5, -4}, g2[2] = {2, 3};
+    dla_tensor *params[1] = {vec(2, p0)};
+    dla_tensor *g[1] = {vec(2, g1)}, *h[1] = {vec(2, g2)};
+    dla_tensor *s1[1] = {NULL}, *s2[1] = {NULL};
+    /* Empty state: nothing is made. */
+    assert_int_equal(dla_sgdmupdate(1, params, g, s1, 0, 0.9), DLA_OK);
+    assert_int_equal(dla_adamupdate(1, params, g, s1, s2, 1, 0, 0.9, 0.999, 1e-8), DLA_OK);
+    assert_int_equal(dla_rmspropupdate(1, params, g, s2, 0, 0.9, 1e-8), DLA_OK);
+    assert_null(s1[0]);
+    assert_null(s2[0]);
+    assert_vec(params[0], 2, p0, 0);
+    /* With a state: one step at a rate of 0.1, then one at 0, which
+     * changes nothing. */
+    for (int solver = 0; solver < 3; solver++) {
+        double p[2], a[2], b[2];
+        if (solver == 0)
+            assert_int_equal(dla_sgdmupdate(1, params, g, s1, 0.1, 0.9), DLA_OK);
+        else if (solver == 1)
+            assert_int_equal(dla_adamupdate(1, params, g, s1, s2, 1, 0.1, 0.9, 0.999, 1e-8),
+                             DLA_OK);
+        else
+            assert_int_equal(dla_rmspropupdate(1, params, g, s2, 0.1, 0.9, 1e-8), DLA_OK);
+        for (int i = 0; i < 2; i++) {
+            p[i] = dla_tensor_item(params[0], i);
+            a[i] = s1[0] ? dla_tensor_item(s1[0], i) : 0;
+            b[i] = s2[0] ? dla_tensor_item(s2[0], i) : 0;
+        }
+        if (solver == 0)
+            assert_int_equal(dla_sgdmupdate(1, params, h, s1, 0, 0.9), DLA_OK);
+        else if (solver == 1)
+            assert_int_equal(dla_adamupdate(1, params, h, s1, s2, 2, 0, 0.9, 0.999, 1e-8), DLA_OK);
+        else
+            assert_int_equal(dla_rmspropupdate(1, params, h, s2, 0, 0.9, 1e-8), DLA_OK);
+        assert_vec(params[0], 2, p, 0);
+        if (s1[0])
+            assert_vec(s1[0], 2, a, 0);
+        if (s2[0])
+            assert_vec(s2[0], 2, b, 0);
+        dla_optim_free(1, s1);
+        dla_optim_free(1, s2);
+        s1[0] = s2[0] = NULL;
+    }
+    /* Bad arguments are still refused at a rate of 0. */
+    assert_int_equal(dla_sgdmupdate(1, params, g, s1, 0, 2), DLA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dla_adamupdate(1, params, g, s1, s2, 0, 0, 0.9, 0.999, 1e-8),
+                     DLA_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dla_rmspropupdate(1, params, g, s2, 0, 0.9, 0), DLA_ERR_INVALID_ARGUMENT);
+    dla_optim_free(1, params);
+    dla_optim_free(1, g);
+    dla_optim_free(1, h);
+}
+
 static void sgdm_steps_as_matlab_computes_them(void **state)
 {
     (void)state;
@@ -1044,6 +1105,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         TU_TEST(sgdm_steps_as_matlab_computes_them),
+        TU_TEST(a_zero_rate_leaves_the_state_as_matlab),
         TU_TEST(adam_steps_with_bias_correction),
         TU_TEST(rmsprop_steps_as_matlab_computes_them),
         TU_TEST(dlupdate_applies_a_function_to_every_entry),

@@ -409,15 +409,16 @@ typedef struct dla_augimds_options {
      * "randcrop". The crops take output_size[0] x output_size[1] pixels of
      * the (transformed) image without resizing it: "centercrop" from its
      * centre (the first row floor((H - h) / 2), 0-based, the same for
-     * columns), "randcrop" from a place drawn per image, uniformly among
-     * all that fit, from the datastore's stream after the transform's
-     * draws. An image smaller than the output size is refused
+     * columns, as MathWorks' augmentedImageDatastore.m), "randcrop" from a
+     * place drawn per image, uniformly among all that fit, from the
+     * datastore's stream after the transform's draws. An image smaller than the output size is refused
      * (DLA_ERR_FORMAT naming the file and both sizes). */
     const char *output_size_mode;
     /* ColorPreprocessing: "none" (NULL, the default), "gray2rgb" (a gray
      * image's channel replicated to 3; RGB images as they are) or
-     * "rgb2gray" (0.2989 R + 0.5870 G + 0.1140 B, MATLAB's rgb2gray
-     * weights, unrounded in single and double; gray images as they are).
+     * "rgb2gray" (MATLAB's rgb2gray of the file's image: about 0.2989 R +
+     * 0.5870 G + 0.1140 B, rounded to the file's 8 or 16 bits; gray
+     * images as they are).
      * Either lets one datastore mix gray and RGB files; the output has 3
      * channels or 1. Applied before the transforms. */
     const char *color_preprocessing;
@@ -425,13 +426,15 @@ typedef struct dla_augimds_options {
 
 /* MATLAB augmentedImageDatastore(outputSize, imds, 'DataAugmentation',
  * aug): reads ds's files, transforms each image by aug (about its centre,
- * in its own pixels: reflection, scale, shear, rotation, translation;
+ * in its own pixels, in MATLAB's order: rotation, shear, scale,
+ * reflection, translation;
  * pixels that the transform brings in from outside the image are
  * aug->fill_value, 0 by default) and resizes it (or, with
  * dla_augimds_create_opts, crops it) to
  * output_size[0] x output_size[1] (bilinear, replicating the edge as
- * imresize does, so an upsized image keeps its border; MATLAB's imresize
- * is bicubic with antialiasing), so images of any size may be mixed (but
+ * imresize does, so an upsized image keeps its border; MATLAB's
+ * augmentedImageDatastore resizes bilinearly too, after the transform,
+ * and antialiases when it shrinks, which this does not), so images of any size may be mixed (but
  * not of different channel counts without a colour preprocessing). aug
  * may be NULL (a resize only). The
  * random draws come from a stream of its own (np.random.default_rng(seed)'s,

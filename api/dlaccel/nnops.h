@@ -287,7 +287,8 @@ typedef struct dla_crosschannelnorm_options {
  * an even one looks one channel further ahead than back); channels past
  * either end count as 0. window >= 1, any size: one of 2C - 1 or more
  * takes every channel (the divisor is still window); x single or double
- * with a "C" dim.
+ * with a "C" dim. The formula, the window and the divisor are those of
+ * MathWorks' LocalMapNorm2D.m (crossChannelNormalizationLayer's).
  * Differentiable in x, made of elementwise ops, pad and slices. */
 DLA_API dla_tensor *dla_crosschannelnorm(dla_tensor *x, int64_t window,
                                          const dla_crosschannelnorm_options *opts);

@@ -46,7 +46,9 @@ typedef struct dla_ode_stats {
 typedef struct dla_ode_options {
     double relative_tolerance; /* RelativeTolerance: 1e-3 (0: the default) */
     double absolute_tolerance; /* AbsoluteTolerance: 1e-6 (0: the default) */
-    double initial_step;       /* InitialStep: 0 picks it from the slope at tspan[0] */
+    /* InitialStep: 0 picks it as ode45 does, from the slope at tspan[0],
+     * at most |tspan[1] - tspan[0]| and MaxStep */
+    double initial_step;
     /* MaxStep: 0 is a tenth of the whole interval; else at least 16
      * eps(t) of the largest |t| of tspan (a smaller step cannot move t). */
     double max_step;

@@ -58,7 +58,9 @@ extern "C" {
  *     vel    = momentum * vel - learnRate * grad
  *     params = params + vel
  * learn_rate finite and >= 0, momentum in [0, 1] (DLA_ERR_INVALID_ARGUMENT
- * otherwise). */
+ * otherwise). For all three updates, a learn_rate of 0 changes nothing,
+ * neither the parameters nor the state (MATLAB's sgdmupdate, adamupdate
+ * and rmspropupdate return at a zero rate before touching them). */
 DLA_API dla_status dla_sgdmupdate(int n, dla_tensor **params, dla_tensor *const *grads,
                                   dla_tensor **velocity, double learn_rate, double momentum);
 
@@ -68,7 +70,9 @@ DLA_API dla_status dla_sgdmupdate(int n, dla_tensor **params, dla_tensor *const 
  *     avgSqG = sqGradDecay * avgSqG + (1 - sqGradDecay) * grad.^2
  *     params = params - learnRate * sqrt(1 - sqGradDecay^t) / (1 - gradDecay^t)
  *                       * avgG ./ (sqrt(avgSqG) + epsilon)
- * Decays in [0, 1), epsilon finite and > 0, learn_rate finite and >= 0. */
+ * (epsilon outside the square root and added to the uncorrected
+ * sqrt(avgSqG), as MathWorks' adamupdate.m and trainNetwork's SolverADAM
+ * compute it.) Decays in [0, 1), epsilon finite and > 0, learn_rate finite and >= 0. */
 DLA_API dla_status dla_adamupdate(int n, dla_tensor **params, dla_tensor *const *grads,
                                   dla_tensor **avg_grad, dla_tensor **avg_sq_grad, int iteration,
                                   double learn_rate, double grad_decay, double sq_grad_decay,
