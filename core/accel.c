@@ -996,7 +996,13 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
             /* A trace that baked a tensor the caller has since changed or
              * let go of gives old numbers: record anew instead. */
             if (dla__trace_stale(af->entries[i]->trace, stale, sizeof stale)) {
-                drop_entry(af, i);
+                /* Inside an op's forward nothing is recorded in its place:
+                 * the trace is left to a call that records anew, which says
+                 * why. Dropped here, that call read "its trace was evicted
+                 * (CacheSize n)" (until 2026-11-29), whose remedy is
+                 * another, and the stale warning was never given. */
+                if (!in_forward)
+                    drop_entry(af, i);
                 break;
             }
             hit = af->entries[i];
@@ -1016,10 +1022,15 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
         touch(af, hit_at);
         key_copy(&af->last_key, &k);
     } else if (in_forward) {
-        snprintf(af->last_miss, sizeof af->last_miss, "%s",
-                 "called inside an op's forward (a custom layer's, an adjoint dla_ode45's) "
-                 "with no trace for its key: the function ran itself, as part of that op, "
-                 "and no trace was recorded");
+        if (stale[0])
+            snprintf(af->last_miss, sizeof af->last_miss, "%s; called inside an op's forward (a "
+                     "custom layer's, an adjoint dla_ode45's), the function ran itself, as part "
+                     "of that op, and no trace was recorded", stale);
+        else
+            snprintf(af->last_miss, sizeof af->last_miss, "%s",
+                     "called inside an op's forward (a custom layer's, an adjoint dla_ode45's) "
+                     "with no trace for its key: the function ran itself, as part of that op, "
+                     "and no trace was recorded");
     } else {
         miss_kind kind = MISS_FIRST;
         char why[400];
