@@ -959,8 +959,12 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
      * A miss there runs the function itself, uncounted. */
     const int in_forward = dla__in_forward();
     /* Disabled, or inside another recording (then the ops go inline into
-     * that trace): the function itself. */
-    if (!dla_accel_enabled(af) || dla__trace_recording()) {
+     * that trace): the function itself. Not inside an op's forward, whose
+     * ops that recording does not hear (they are part of the op): there a
+     * trace is replayed as anywhere in a forward (until 2026-11-29 the
+     * function ran itself there, "inline, into that trace", which it was
+     * not). */
+    if (!dla_accel_enabled(af) || (dla__trace_recording() && !in_forward)) {
         /* Not served by a trace, and not counted: the reason says so
          * (until 2026-11-29 it kept the last counted call's, "" after a
          * hit, which reads "served by a trace"). */

@@ -1485,6 +1485,46 @@ static void test_an_accelerated_function_inside_an_ops_forward_runs_itself(void 
     dla_scope_end();
 }
 
+/* An accelerated function recording an "adjoint" solve whose slope is
+ * accelerated too: the slope's calls are inside the solve's op, whose ops
+ * the recording does not hear, so they replay the slope's trace as in any
+ * forward. They ran the slope itself, saying "called while another
+ * accelerated function records: the function ran inline, into that
+ * trace", where nothing went into it. */
+static dla_status adjoint_solve(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = dla_ode45(accelerated_rhs, NULL, 2, (const double[]){0, 1}, in[0], 1, &in[1],
+                       &(dla_ode_options){.gradient_mode = "adjoint"});
+    return dla_tensor_status(out[0]);
+}
+
+static void test_a_slope_inside_a_recording_of_an_adjoint_solve_replays(void **state)
+{
+    dla_scope_begin();
+    dla_tensor *y0 = dla_tensor_from_host((double[]){1, 2}, DLA_F64, "", DLA_DIMS(2));
+    dla_tensor *theta = dla_tensor_from_host((double[]){0.5, 1}, DLA_F64, "", DLA_DIMS(2));
+    slope_af = dla_accelerate(decay_slope, NULL);
+    dla_accel *solve_af = dla_accelerate(adjoint_solve, NULL);
+    dla_tensor *s, *y;
+    /* the slope's trace, recorded outside */
+    assert_int_equal(dla_accel_call(slope_af, NULL, 2, (dla_tensor *[]){y0, theta}, 1, &s), DLA_OK);
+    for (int call = 0; call < 2; call++) { /* records, then replays */
+        assert_int_equal(dla_accel_call(solve_af, NULL, 2, (dla_tensor *[]){y0, theta}, 1, &y),
+                         DLA_OK);
+        tu_assert_near(dla_tensor_item(y, 0), exp(-0.5), 1e-3);
+        tu_assert_near(dla_tensor_item(y, 1), 2 * exp(-1.0), 1e-3);
+        if (strcmp(dla_accel_last_miss(slope_af), ""))
+            fail_msg("call %d: the slope's last miss says: \"%s\"", call,
+                     dla_accel_last_miss(slope_af));
+    }
+    assert_int_equal(dla_accel_occupancy(slope_af), 1);
+    dla_accel_free(solve_af);
+    dla_accel_free(slope_af);
+    dla_scope_end();
+}
+
 /* A trace that baked a tensor the caller has since replaced, met inside
  * an op's forward (an "adjoint" dla_ode45's slope), where nothing is
  * recorded in its place: the call runs the function itself and says the
@@ -3528,6 +3568,7 @@ int main(void)
         TU_TEST(test_a_call_that_runs_the_function_itself_says_why),
         TU_TEST(test_an_accelerated_function_inside_an_ops_forward_runs_itself),
         TU_TEST(test_a_stale_trace_met_inside_an_ops_forward_is_called_stale),
+        TU_TEST(test_a_slope_inside_a_recording_of_an_adjoint_solve_replays),
         TU_TEST(test_one_accelerated_function_serves_several_threads),
         TU_TEST(test_a_trace_recorded_on_one_device_replays_on_another),
         TU_TEST(test_the_current_device_is_in_the_key_and_replays_keep_eagers_devices),
