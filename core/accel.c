@@ -19,6 +19,7 @@
 #include "core/handle.h"
 #include "core/log.h"
 #include "core/op.h"
+#include "core/plan.h"
 #include "core/tape.h"
 #include "core/tensor.h"
 #include "core/trace.h"
@@ -964,15 +965,27 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
      * trace is replayed as anywhere in a forward (until 2026-11-29 the
      * function ran itself there, "inline, into that trace", which it was
      * not). */
-    if (!dla_accel_enabled(af) || (dla__trace_recording() && !in_forward)) {
+    /* Inside an op's forward while another trace's plan is made (its first
+     * replay: a network's, whose custom layer calls this function): the
+     * function itself too, so that the capture places what it makes. A
+     * replay there launched on this trace's constants and its plan's
+     * arena, memory that capture cannot place, and that plan failed for
+     * good ("launches a kernel on memory that is neither an input, a
+     * constant nor made by the replay"; until 2026-11-29 such a network
+     * replayed op by op ever after once the function had a trace). */
+    const int in_capture = in_forward && dla__plan_capturing();
+    if (!dla_accel_enabled(af) || (dla__trace_recording() && !in_forward) || in_capture) {
         /* Not served by a trace, and not counted: the reason says so
          * (until 2026-11-29 it kept the last counted call's, "" after a
          * hit, which reads "served by a trace"). */
         pthread_mutex_lock(&af->lock);
         snprintf(af->last_miss, sizeof af->last_miss, "%s",
                  !dla_accel_enabled(af) ? "Enabled is false: the function ran itself"
-                                        : "called while another accelerated function records: "
-                                          "the function ran inline, into that trace");
+                 : in_capture ? "called inside an op's forward while the plan of that op's "
+                                "trace is made: the function ran itself, for the plan to hold "
+                                "what it launches"
+                              : "called while another accelerated function records: "
+                                "the function ran inline, into that trace");
         pthread_mutex_unlock(&af->lock);
         st = run_eager(af, ctx, grad, nin, in, nout, out);
         for (int i = 0; i < nout; i++)

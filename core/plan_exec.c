@@ -620,6 +620,8 @@ static int run(dla__plan *p, const dla__trace *t, dla_tensor *const *in, dla_ten
     return 1;
 }
 
+int dla__plan_capturing(void) { return dla__hooks_hear(DLA__HEAR_LAUNCH); }
+
 int dla__plan_replay(const dla__trace *t, dla_tensor *const *in, dla_tensor **out,
                      dla_status *status)
 {

@@ -1510,12 +1510,14 @@ static void test_a_slope_inside_a_recording_of_an_adjoint_solve_replays(void **s
     dla_tensor *s, *y;
     /* the slope's trace, recorded outside */
     assert_int_equal(dla_accel_call(slope_af, NULL, 2, (dla_tensor *[]){y0, theta}, 1, &s), DLA_OK);
-    for (int call = 0; call < 2; call++) { /* records, then replays */
+    /* records; replays, making its plan (the slope runs itself there, for
+     * the plan: test_custom_layer); replays */
+    for (int call = 0; call < 3; call++) {
         assert_int_equal(dla_accel_call(solve_af, NULL, 2, (dla_tensor *[]){y0, theta}, 1, &y),
                          DLA_OK);
         tu_assert_near(dla_tensor_item(y, 0), exp(-0.5), 1e-3);
         tu_assert_near(dla_tensor_item(y, 1), 2 * exp(-1.0), 1e-3);
-        if (strcmp(dla_accel_last_miss(slope_af), ""))
+        if (call != 1 && strcmp(dla_accel_last_miss(slope_af), ""))
             fail_msg("call %d: the slope's last miss says: \"%s\"", call,
                      dla_accel_last_miss(slope_af));
     }
