@@ -19,6 +19,7 @@
 #include "core/handle.h"
 #include "core/log.h"
 #include "core/op.h"
+#include "core/plan.h"
 #include "core/tape.h"
 #include "core/tensor.h"
 #include "core/trace.h"
@@ -959,16 +960,32 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
      * A miss there runs the function itself, uncounted. */
     const int in_forward = dla__in_forward();
     /* Disabled, or inside another recording (then the ops go inline into
-     * that trace): the function itself. */
-    if (!dla_accel_enabled(af) || dla__trace_recording()) {
+     * that trace): the function itself. Not inside an op's forward, whose
+     * ops that recording does not hear (they are part of the op): there a
+     * trace is replayed as anywhere in a forward (until 2026-11-29 the
+     * function ran itself there, "inline, into that trace", which it was
+     * not). */
+    /* Inside an op's forward while another trace's plan is made (its first
+     * replay: a network's, whose custom layer calls this function): the
+     * function itself too, so that the capture places what it makes. A
+     * replay there launched on this trace's constants and its plan's
+     * arena, memory that capture cannot place, and that plan failed for
+     * good ("launches a kernel on memory that is neither an input, a
+     * constant nor made by the replay"; until 2026-11-29 such a network
+     * replayed op by op ever after once the function had a trace). */
+    const int in_capture = in_forward && dla__plan_capturing();
+    if (!dla_accel_enabled(af) || (dla__trace_recording() && !in_forward) || in_capture) {
         /* Not served by a trace, and not counted: the reason says so
          * (until 2026-11-29 it kept the last counted call's, "" after a
          * hit, which reads "served by a trace"). */
         pthread_mutex_lock(&af->lock);
         snprintf(af->last_miss, sizeof af->last_miss, "%s",
                  !dla_accel_enabled(af) ? "Enabled is false: the function ran itself"
-                                        : "called while another accelerated function records: "
-                                          "the function ran inline, into that trace");
+                 : in_capture ? "called inside an op's forward while the plan of that op's "
+                                "trace is made: the function ran itself, for the plan to hold "
+                                "what it launches"
+                              : "called while another accelerated function records: "
+                                "the function ran inline, into that trace");
         pthread_mutex_unlock(&af->lock);
         st = run_eager(af, ctx, grad, nin, in, nout, out);
         for (int i = 0; i < nout; i++)
@@ -996,7 +1013,13 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
             /* A trace that baked a tensor the caller has since changed or
              * let go of gives old numbers: record anew instead. */
             if (dla__trace_stale(af->entries[i]->trace, stale, sizeof stale)) {
-                drop_entry(af, i);
+                /* Inside an op's forward nothing is recorded in its place:
+                 * the trace is left to a call that records anew, which says
+                 * why. Dropped here, that call read "its trace was evicted
+                 * (CacheSize n)" (until 2026-11-29), whose remedy is
+                 * another, and the stale warning was never given. */
+                if (!in_forward)
+                    drop_entry(af, i);
                 break;
             }
             hit = af->entries[i];
@@ -1016,10 +1039,15 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
         touch(af, hit_at);
         key_copy(&af->last_key, &k);
     } else if (in_forward) {
-        snprintf(af->last_miss, sizeof af->last_miss, "%s",
-                 "called inside an op's forward (a custom layer's, an adjoint dla_ode45's) "
-                 "with no trace for its key: the function ran itself, as part of that op, "
-                 "and no trace was recorded");
+        if (stale[0])
+            snprintf(af->last_miss, sizeof af->last_miss, "%s; called inside an op's forward (a "
+                     "custom layer's, an adjoint dla_ode45's), the function ran itself, as part "
+                     "of that op, and no trace was recorded", stale);
+        else
+            snprintf(af->last_miss, sizeof af->last_miss, "%s",
+                     "called inside an op's forward (a custom layer's, an adjoint dla_ode45's) "
+                     "with no trace for its key: the function ran itself, as part of that op, "
+                     "and no trace was recorded");
     } else {
         miss_kind kind = MISS_FIRST;
         char why[400];

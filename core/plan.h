@@ -41,6 +41,12 @@
 int dla__plan_replay(const dla__trace *t, dla_tensor *const *in, dla_tensor **out,
                      dla_status *status);
 
+/* Nonzero while a plan is being made on this thread (its capture hears
+ * every storage made and launch): the code running then is one of its
+ * trace's ops, and what that op's forward makes must be made there, where
+ * the capture places it (dla_accel_call replays nothing there). */
+int dla__plan_capturing(void);
+
 /* Writes the "memory plan" section of dla_trace_print: per device, the
  * arena against the sum of the intermediates, the outputs, the steps, the
  * fusion, the runs; or why there is no plan. */

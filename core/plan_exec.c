@@ -532,6 +532,14 @@ static dla_status unalias_moved(const dla__plan *p, const dla__trace *t, dla_ten
     return st;
 }
 
+/* > 0 while a plan runs on this thread. A plan run inside another's (an
+ * accelerated function replayed inside an op the outer plan runs as
+ * itself: an "adjoint" dla_ode45's slope) makes its launches without the
+ * device's plan hooks, as part of the outer one's sequence: plan_begin
+ * does not nest (the opencl plugin refused, "this thread is already
+ * running a plan", and the call failed; until 2026-11-29). */
+static _Thread_local int running;
+
 /* 1: the plan ran (status in *status); 0: it stepped aside, leaving the
  * thread's random stream where it was. */
 static int run(dla__plan *p, const dla__trace *t, dla_tensor *const *in, dla_tensor **out,
@@ -549,8 +557,9 @@ static int run(dla__plan *p, const dla__trace *t, dla_tensor *const *in, dla_ten
     const int profiled = p->profile && st == DLA_OK;
     int32_t ran = 0;
     int hooked = 0;
-    if (st == DLA_OK && !profiled)
+    if (st == DLA_OK && !profiled && !running)
         st = hook_begin(p, in, &ran, &hooked);
+    running++;
     long fused = 0;
     int launches = 0;
     if (ran) /* the device made the launches: count them as made */
@@ -572,6 +581,7 @@ static int run(dla__plan *p, const dla__trace *t, dla_tensor *const *in, dla_ten
             }
             fused += dla__launch_is_fused(l);
         } else if (!invoke(p, t, in, step->index, &st)) {
+            running--;
             if (hooked)
                 hook_end(p, DLA_OK);
             release_run(p, t);
@@ -585,6 +595,7 @@ static int run(dla__plan *p, const dla__trace *t, dla_tensor *const *in, dla_ten
             p->run_ns[s] = now_ns() - t0;
         }
     }
+    running--;
     if (hooked)
         st = hook_end(p, st);
     /* A run that failed stopped part way, perhaps for the host's own reason
@@ -619,6 +630,8 @@ static int run(dla__plan *p, const dla__trace *t, dla_tensor *const *in, dla_ten
     *status = st;
     return 1;
 }
+
+int dla__plan_capturing(void) { return dla__hooks_hear(DLA__HEAR_LAUNCH); }
 
 int dla__plan_replay(const dla__trace *t, dla_tensor *const *in, dla_tensor **out,
                      dla_status *status)

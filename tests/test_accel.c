@@ -1485,6 +1485,103 @@ static void test_an_accelerated_function_inside_an_ops_forward_runs_itself(void 
     dla_scope_end();
 }
 
+/* An accelerated function recording an "adjoint" solve whose slope is
+ * accelerated too: the slope's calls are inside the solve's op, whose ops
+ * the recording does not hear, so they replay the slope's trace as in any
+ * forward. They ran the slope itself, saying "called while another
+ * accelerated function records: the function ran inline, into that
+ * trace", where nothing went into it. */
+static dla_status adjoint_solve(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = dla_ode45(accelerated_rhs, NULL, 2, (const double[]){0, 1}, in[0], 1, &in[1],
+                       &(dla_ode_options){.gradient_mode = "adjoint"});
+    return dla_tensor_status(out[0]);
+}
+
+static void test_a_slope_inside_a_recording_of_an_adjoint_solve_replays(void **state)
+{
+    dla_scope_begin();
+    dla_tensor *y0 = dla_tensor_from_host((double[]){1, 2}, DLA_F64, "", DLA_DIMS(2));
+    dla_tensor *theta = dla_tensor_from_host((double[]){0.5, 1}, DLA_F64, "", DLA_DIMS(2));
+    slope_af = dla_accelerate(decay_slope, NULL);
+    dla_accel *solve_af = dla_accelerate(adjoint_solve, NULL);
+    dla_tensor *s, *y;
+    /* the slope's trace, recorded outside */
+    assert_int_equal(dla_accel_call(slope_af, NULL, 2, (dla_tensor *[]){y0, theta}, 1, &s), DLA_OK);
+    /* records; replays, making its plan (the slope runs itself there, for
+     * the plan: test_custom_layer); replays */
+    for (int call = 0; call < 3; call++) {
+        assert_int_equal(dla_accel_call(solve_af, NULL, 2, (dla_tensor *[]){y0, theta}, 1, &y),
+                         DLA_OK);
+        tu_assert_near(dla_tensor_item(y, 0), exp(-0.5), 1e-3);
+        tu_assert_near(dla_tensor_item(y, 1), 2 * exp(-1.0), 1e-3);
+        if (call != 1 && strcmp(dla_accel_last_miss(slope_af), ""))
+            fail_msg("call %d: the slope's last miss says: \"%s\"", call,
+                     dla_accel_last_miss(slope_af));
+    }
+    assert_int_equal(dla_accel_occupancy(slope_af), 1);
+    dla_accel_free(solve_af);
+    dla_accel_free(slope_af);
+    dla_scope_end();
+}
+
+/* A trace that baked a tensor the caller has since replaced, met inside
+ * an op's forward (an "adjoint" dla_ode45's slope), where nothing is
+ * recorded in its place: the call runs the function itself and says the
+ * trace is stale, and the next call that can record drops it and says so
+ * too. It was dropped in the forward, and that call read "its trace was
+ * evicted (CacheSize 50)", advice for another problem, while the stale
+ * constant (the reason to pass it as an input) went unsaid. */
+static dla_accel *baked_af;
+static dla_status baked_decay(void *ctx, int nin, dla_tensor *const *in, int nout,
+                              dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    out[0] = dla_neg(dla_mul(*(dla_tensor **)ctx, in[0]));
+    return DLA_OK;
+}
+static dla_tensor *baked_rhs(double t, dla_tensor *y, int ntheta, dla_tensor *const *theta,
+                             void *ctx)
+{
+    (void)t, (void)ntheta, (void)theta;
+    dla_tensor *s;
+    dla_status st = dla_accel_call(baked_af, ctx, 1, &y, 1, &s);
+    return st == DLA_OK ? s : dla_error_tensor(st, "%s", dla_last_error());
+}
+
+static void test_a_stale_trace_met_inside_an_ops_forward_is_called_stale(void **state)
+{
+    dla_scope_begin();
+    dla_tensor *y0 = dla_tensor_from_host((double[]){1, 2}, DLA_F64, "", DLA_DIMS(2));
+    dla_tensor *w = dla_keep(dla_tensor_from_host((double[]){0.5, 1}, DLA_F64, "", DLA_DIMS(2)));
+    baked_af = dla_accelerate(baked_decay, &(dla_accel_options){.name = "baked"});
+    dla_tensor *s;
+    assert_int_equal(dla_accel_call(baked_af, &w, 1, &y0, 1, &s), DLA_OK); /* records, baking w */
+    assert_int_equal(dla_accel_occupancy(baked_af), 1);
+    dla_tensor_release(w); /* the caller replaces w */
+    w = dla_keep(dla_tensor_from_host((double[]){1, 2}, DLA_F64, "", DLA_DIMS(2)));
+    dla_tensor *y = dla_ode45(baked_rhs, &w, 2, (const double[]){0, 1}, y0, 0, NULL,
+                              &(dla_ode_options){.gradient_mode = "adjoint"});
+    if (dla_tensor_status(y) != DLA_OK)
+        fail_msg("%s", dla_tensor_error(y));
+    tu_assert_near(dla_tensor_item(y, 0), exp(-1.0), 1e-3);
+    tu_assert_near(dla_tensor_item(y, 1), 2 * exp(-2.0), 1e-3);
+    const char *miss = dla_accel_last_miss(baked_af);
+    if (!strstr(miss, "is held only by the trace now") || !strstr(miss, "inside an op's forward"))
+        fail_msg("in the forward the last miss says: \"%s\"", miss);
+    assert_int_equal(dla_accel_call(baked_af, &w, 1, &y0, 1, &s), DLA_OK); /* records anew */
+    miss = dla_accel_last_miss(baked_af);
+    if (!strstr(miss, "is held only by the trace now") || strstr(miss, "evicted"))
+        fail_msg("outside the last miss says: \"%s\"", miss);
+    tu_assert_near(dla_tensor_item(s, 1), -4.0, 1e-12);
+    assert_int_equal(dla_accel_occupancy(baked_af), 1); /* the stale trace is gone */
+    dla_tensor_release(w);
+    dla_accel_free(baked_af);
+    dla_scope_end();
+}
+
 typedef struct worker {
     dla_accel *af;
     int ok;
@@ -3489,6 +3586,8 @@ int main(void)
         TU_TEST(test_an_accelerated_function_inside_another_works),
         TU_TEST(test_a_call_that_runs_the_function_itself_says_why),
         TU_TEST(test_an_accelerated_function_inside_an_ops_forward_runs_itself),
+        TU_TEST(test_a_stale_trace_met_inside_an_ops_forward_is_called_stale),
+        TU_TEST(test_a_slope_inside_a_recording_of_an_adjoint_solve_replays),
         TU_TEST(test_one_accelerated_function_serves_several_threads),
         TU_TEST(test_a_trace_recorded_on_one_device_replays_on_another),
         TU_TEST(test_the_current_device_is_in_the_key_and_replays_keep_eagers_devices),

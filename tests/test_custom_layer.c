@@ -1514,6 +1514,62 @@ static void an_accelerated_function_in_a_predict_with_a_backward_runs_itself(voi
     }
 }
 
+/* The same layer in an accelerated network, the function (with a constant
+ * of its own) with a trace already (recorded outside): the network's first
+ * replay makes its plan, and the layer's call there replayed the
+ * function's trace, whose launches are on its constants and its plan's
+ * arena, memory the network's plan could not place. The network's plan
+ * failed for good ("launches a kernel on memory that is neither an input,
+ * a constant nor made by the replay") and every later call replayed it op
+ * by op. The function runs itself while the network's plan is made, and
+ * the plan holds its launches. */
+static dla_status square_with_a_constant(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                         dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    out[0] = dla_add(dla_square(in[0]), dla_zeros(DLA_F32, "CB", DLA_DIMS(3, 1)));
+    return DLA_OK;
+}
+
+static void a_layer_replaying_an_accelerated_function_keeps_the_networks_plan(void **state)
+{
+    (void)state;
+    dla_layer_type_register(&accel_square_type); /* registered once: a repeat fails */
+    square_af = dla_accelerate(square_with_a_constant, NULL);
+    dla_layer *l[] = {dla_feature_input_layer(3, &(dla_feature_input_options){
+                                                     .normalization = "none"}),
+                      dla_custom_layer("accelSquare", NULL, NULL)};
+    dla_net *net = dla_net_create(2, l);
+    assert_non_null(net);
+    assert_int_equal(dla_net_init(net, 0, NULL), DLA_OK);
+    dla_scope_begin();
+    dla_tensor *z = dla_zeros(DLA_F32, "CB", DLA_DIMS(3, 1)), *y;
+    assert_int_equal(dla_accel_call(square_af, NULL, 1, &z, 1, &y), DLA_OK); /* its trace */
+    for (int call = 0; call < 4; call++) { /* records, makes the plan, runs it */
+        const float v[3] = {1.0f + (float)call, 2.0f, -3.0f};
+        dla_tensor *x = dla_tensor_from_host(v, DLA_F32, "CB", DLA_DIMS(3, 1));
+        assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, NULL), DLA_OK);
+        for (int i = 0; i < 3; i++)
+            if (dla_tensor_item(y, i) != (double)(v[i] * v[i]))
+                fail_msg("call %d, element %d: %g, want %g", call, i, dla_tensor_item(y, i),
+                         (double)(v[i] * v[i]));
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    assert_int_equal(dla_accel_print_trace(dla_net_accelerator(net), 0, f), DLA_OK);
+    fclose(f);
+    const int planned = strstr(text, "plan steps on") != NULL;
+    if (!planned)
+        fprintf(stderr, "%s", text);
+    free(text);
+    assert_true(planned);
+    dla_scope_end();
+    dla_net_free(net);
+    dla_accel_free(square_af);
+}
+
 /* A describe that fills its whole buffer, unterminated (strncpy of a long
  * text): the summary shows it cut to the buffer, one byte short of it for
  * the end; it read on past the buffer (192 bytes and what followed). */
@@ -1571,6 +1627,7 @@ int main(void)
         TU_TEST(trainnet_trains_a_network_with_a_custom_layer),
         TU_TEST(a_null_gradient_from_a_backward_is_zeros),
         TU_TEST(an_accelerated_function_in_a_predict_with_a_backward_runs_itself),
+        TU_TEST(a_layer_replaying_an_accelerated_function_keeps_the_networks_plan),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -208,10 +208,14 @@ DLA_API void dla_accel_clear(dla_accel *af);
  * records: ...", "called inside an op's forward ...": a call from the
  * forward of an op, such as a custom layer's with a backward of its own
  * or an "adjoint" dla_ode45's solve, whose ops belong to that op, replays
- * a trace the cache has but records none, and a miss there runs the
- * function itself); "" when it was. Valid until the next call on af
- * from any thread. Also logged at DLACCEL_LOG=info (the uncounted calls
- * of the last three reasons are not). */
+ * a trace the cache has but records none, also while another accelerated
+ * function records around the op, and a miss there runs the function
+ * itself, as does a call while the plan of the trace around the op is
+ * made, "... while the plan of that op's trace is made ..."; a stale
+ * trace met there is left for a call that records, and the reason is the
+ * stale one's); "" when it was. Valid until the next call on af
+ * from any thread. Also logged at DLACCEL_LOG=info (the uncounted calls'
+ * reasons, from "Enabled is false" on, are not). */
 DLA_API const char *dla_accel_last_miss(const dla_accel *af);
 /* The message of the last failed check ("" when none failed). */
 DLA_API const char *dla_accel_last_check(const dla_accel *af);

@@ -437,16 +437,31 @@ static dla_status sync_all(void *dev)
 
 /* ---------------------------------------------------------------- plans */
 
-static dla_status plan_begin(void *dev, int32_t nlaunches)
+/* The device of a plan_begin on this thread until its plan_end: plans do
+ * not nest (plugin.h: one plan_end after each plan_begin; the opencl
+ * plugin refuses a second), and a host that nests them fails here too. */
+static _Thread_local void *begun;
+
+static dla_status no_plan_running(void *dev)
 {
-    (void)nlaunches;
-    if ((cur && cur->dev == dev) || ran_here == dev)
+    if ((cur && cur->dev == dev) || ran_here == dev || begun == dev)
         return host->error(DLA_ERR_STATE, NAME " plan_begin: a plan is already running here");
     return DLA_OK;
 }
 
+static dla_status plan_begin(void *dev, int32_t nlaunches)
+{
+    (void)nlaunches;
+    dla_status s = no_plan_running(dev);
+    if (s == DLA_OK)
+        begun = dev;
+    return s;
+}
+
 static dla_status plan_end(void *dev)
 {
+    if (begun == dev)
+        begun = NULL;
     if (ran_here == dev)
         ran_here = NULL;
     if (!cur || cur->dev != dev)
@@ -504,11 +519,12 @@ static entry *find(void *dev, uint64_t plan, int32_t nmems)
     return e;
 }
 
-static dla_status plan_replay(void *dev, uint64_t plan, int32_t nlaunches, int32_t nmems,
-                              const dla_plan_mem *mems, int32_t *ran)
+static dla_status replay_begin(void *dev, uint64_t plan, int32_t nlaunches, int32_t nmems,
+                               const dla_plan_mem *mems, int32_t *ran)
 {
     *ran = 0;
-    dla_status s = plan_begin(dev, nlaunches);
+    (void)nlaunches;
+    dla_status s = no_plan_running(dev);
     if (s != DLA_OK)
         return s;
     for (int32_t i = 0; i < nmems; i++) {
@@ -567,6 +583,16 @@ static dla_status plan_replay(void *dev, uint64_t plan, int32_t nlaunches, int32
         replays++;
         pthread_mutex_unlock(&lock);
     }
+    return s;
+}
+
+/* A plan has begun when it answers DLA_OK (plan_end follows). */
+static dla_status plan_replay(void *dev, uint64_t plan, int32_t nlaunches, int32_t nmems,
+                              const dla_plan_mem *mems, int32_t *ran)
+{
+    dla_status s = replay_begin(dev, plan, nlaunches, nmems, mems, ran);
+    if (s == DLA_OK)
+        begun = dev;
     return s;
 }
 
