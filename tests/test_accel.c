@@ -3180,7 +3180,13 @@ static void test_position_layers_of_a_moved_network_run_on_its_device(void **sta
         if (dla_net_predict(net, 1, &xd, 1, &y, NULL) != DLA_OK)
             fail_msg("data-values: %s", dla_last_error());
         assert_ptr_equal(dla_tensor_device(y), dev);
-        assert_same_bits(dla_tensor_to_device(y, cur), want);
+        /* sin and cos of arbitrary values: each device's own math
+         * library, so within single precision's rounding, not bit for
+         * bit (opencl's differ in the last bit). */
+        dla_tensor *back = dla_tensor_to_device(y, cur);
+        assert_int_equal(dla_tensor_numel(back), dla_tensor_numel(want));
+        for (int64_t i = 0; i < dla_tensor_numel(want); i++)
+            tu_assert_near(dla_tensor_item(back, i), dla_tensor_item(want, i), 4e-6);
         dla_net_free(net);
     }
     /* Input statistics set from data, likewise: they were made on the
