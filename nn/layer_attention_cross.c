@@ -80,6 +80,16 @@ static dla_tensor *drop_weights(dla_tensor *a, double prob)
     return dla__share_dropout_along(a, prob, 4);
 }
 
+/* Nonzero when a and b have the same dims but for the first ("C"). */
+static int same_steps(const dla_tensor *a, const dla_tensor *b)
+{
+    const int na = dla_tensor_ndims(a), nb = dla_tensor_ndims(b);
+    for (int d = 2; d <= (na > nb ? na : nb); d++)
+        if (dla_tensor_dim(a, d) != dla_tensor_dim(b, d))
+            return 0;
+    return 1;
+}
+
 static dla_status forward(const dla__props *p, dla__call *c)
 {
     dla_tensor *q = c->x[0], *k = c->x[1], *v = c->x[2];
@@ -92,9 +102,14 @@ static dla_status forward(const dla__props *p, dla__call *c)
         }
         keys = dla__mask_keys(m);
         /* Padded keys and values as 0, so that a NaN or Inf held there
-         * reaches no query. */
+         * reaches no query. Values of other observations or steps than the
+         * keys are left for dla_attention to refuse: zeroing them with the
+         * keys' mask broadcast a single step (or observation) of values
+         * over every key, a network the same inputs without the mask
+         * refuse. */
         k = dla__mask_zero_padding(m, k);
-        v = dla__mask_zero_padding(m, v);
+        if (same_steps(k, v))
+            v = dla__mask_zero_padding(m, v);
     }
     /* The dropout is training's alone, as dropoutLayer's. */
     c->y = dla__attention_with(

@@ -81,18 +81,28 @@ static int resolve(const char *mode, const char *f)
 static int positions_of(const char *mode, const char *f, int64_t channels)
 {
     const int by = resolve(mode, f);
+    /* Under "auto" the user chose no kind of position: the refusal of a
+     * format says which ones "auto" takes ("SSCB" images were told that
+     * "data-values positions are "CB" or "CBT" data", values they never
+     * asked for). */
+    const char *why = strcmp(mode, "") && strcmp(mode, "auto")
+                          ? ""
+                          : " (Positions \"auto\" takes \"CBT\" sequences by their steps, "
+                            "\"SCB\" 1-D images by their S positions, \"CB\" data of one "
+                            "channel by its values)";
     if (by == BY_STEP && strcmp(f, "CBT"))
         dla__nn_fail(DLA_ERR_FORMAT, "sinusoidalPositionEncoding: the input is \"%s\"; "
-                     "temporal-indices positions are the steps of \"CBT\" sequences", f);
+                     "temporal-indices positions are the steps of \"CBT\" sequences%s", f, why);
     else if (by == BY_SPACE && strcmp(f, "SCB"))
         dla__nn_fail(DLA_ERR_FORMAT, "sinusoidalPositionEncoding: the input is \"%s\"; "
                      "spatial-indices positions are along the \"S\" of \"SCB\" 1-D images", f);
     else if (by == BY_VALUE && strcmp(f, "CB") && strcmp(f, "CBT"))
         dla__nn_fail(DLA_ERR_FORMAT, "sinusoidalPositionEncoding: the input is \"%s\"; "
-                     "data-values positions are \"CB\" or \"CBT\" data of one channel", f);
+                     "data-values positions are \"CB\" or \"CBT\" data of one channel%s", f,
+                     why);
     else if (by == BY_VALUE && channels != 1)
         dla__nn_fail(DLA_ERR_SHAPE, "sinusoidalPositionEncoding: data-values positions are one "
-                     "channel, the position; the input has %lld", (long long)channels);
+                     "channel, the position; the input has %lld%s", (long long)channels, why);
     else
         return by;
     return -1;

@@ -283,6 +283,41 @@ static void refusals_name_the_layer_the_option_and_the_inputs(void **state)
                                   "name one (\"att/query\")"))
         fail_msg("%s", dla_last_error());
     dla_net_free(net);
+
+    /* With the keys' padding mask, values of one step or one observation
+     * are refused as without it: zeroing them with the mask broadcast
+     * them over the 5 keys (2 observations), so that every query got
+     * the one value. At initialization and at a later call, eager and
+     * replayed. */
+    dla_tensor *mq = dla_randn(DLA_F32, "CBT", DLA_DIMS(4, 2, 3));
+    dla_tensor *mk = dla_randn(DLA_F32, "CBT", DLA_DIMS(4, 2, 5));
+    dla_tensor *mv = dla_randn(DLA_F32, "CBT", DLA_DIMS(6, 2, 5));
+    dla_tensor *mm = dla_ones(DLA_F32, "CBT", DLA_DIMS(1, 2, 5));
+    dla_tensor *bad_v[2] = {dla_randn(DLA_F32, "CBT", DLA_DIMS(6, 2, 1)),
+                            dla_randn(DLA_F32, "CBT", DLA_DIMS(6, 1, 5))};
+    const char *bad_dims[2] = {"values 6x2x1", "values 6x1x5"};
+    for (int b = 0; b < 2; b++) {
+        l = dla_attention_layer(2, &(dla_attention_layer_options){.name = "att",
+                                                                  .has_padding_mask_input = 1});
+        net = dla_net_create(1, &l);
+        assert_non_null(net);
+        assert_int_equal(dla_net_init(net, 4, (dla_tensor *[]){mq, mk, bad_v[b], mm}),
+                         DLA_ERR_SHAPE);
+        if (!strstr(dla_last_error(), bad_dims[b]))
+            fail_msg("%s", dla_last_error());
+        if (dla_net_init(net, 4, (dla_tensor *[]){mq, mk, mv, mm}) != DLA_OK)
+            fail_msg("%s", dla_last_error());
+        for (int accel = 0; accel < 2; accel++) {
+            dla_net_set_accelerate(net, accel);
+            dla_tensor *y = NULL;
+            assert_int_equal(dla_net_predict(net, 4, (dla_tensor *[]){mq, mk, bad_v[b], mm}, 1,
+                                             &y, NULL),
+                             DLA_ERR_SHAPE);
+            if (!strstr(dla_last_error(), bad_dims[b]))
+                fail_msg("%s", dla_last_error());
+        }
+        dla_net_free(net);
+    }
     dla_scope_end();
 }
 

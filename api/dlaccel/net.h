@@ -664,7 +664,11 @@ DLA_API dla_layer *dla_self_attention_layer(int64_t num_heads, int64_t num_key_c
  * sees keys 1..j; the lengths must then agree); has_padding_mask_input
  * adds a fourth input, "name/mask", the padding mask of the keys (the
  * key input's format, observations and steps; its first channel nonzero
- * for data): padded keys get weight 0 and enter as zeros; a
+ * for data): padded keys get weight 0 and enter as zeros (the outputs
+ * are finite whatever the padded steps hold, but a NaN or Inf there in
+ * the data the key and value projections read still makes their Weights'
+ * gradients NaN, 0 times NaN in the projection's own backward: pad with
+ * 0, trainnet's SequencePaddingValue default); a
  * dropout_probability drops attention weights in training (forward).
  * Not supported: HasScoresOutput. Errors: an error layer
  * (DLA_ERR_INVALID_ARGUMENT) for NumHeads below 1, a Scale not finite, a
