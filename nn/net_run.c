@@ -425,13 +425,6 @@ DLA_API dla_status dla_net_gradient(dla_net *net, dla_tensor *loss, dla_tensor *
     return dla_net_gradient_hooked(net, loss, grads, NULL);
 }
 
-/* Layers every path of which to the network's outputs enters a crop or
- * resize layer by its "ref" input, which reads ref's size and never its
- * values: their learnables' gradient is zero, but no op on the tape links
- * them to the loss, and dla_gradient refused them ("the loss does not
- * depend on it"), so trainnet could not train such a network (a branch
- * that only sizes a crop). flags[l] is set for them; returns how many
- * there are. */
 /* Input port k of l is a "ref": read for its size only. */
 static int by_size(const dla_layer *l, int k)
 {
@@ -439,15 +432,27 @@ static int by_size(const dla_layer *l, int k)
     return name && !strcmp(name, "ref");
 }
 
+/* Whether any layer of net has a "ref" input (most have none: then the
+ * gradient call allocates nothing for them). */
+static int has_ref_input(const dla_net *net)
+{
+    for (int l = 0; l < net->nlayers; l++)
+        for (int k = 0; k < net->layers[l]->nin; k++)
+            if (by_size(net->layers[l], k))
+                return 1;
+    return 0;
+}
+
+/* Layers every path of which to the network's outputs enters a crop or
+ * resize layer by its "ref" input, which reads ref's size and never its
+ * values: their learnables' gradient is zero, but no op on the tape links
+ * them to the loss, and dla_gradient refused them ("the loss does not
+ * depend on it"), so trainnet could not train such a network (a branch
+ * that only sizes a crop). flags[l] is set for them; returns how many
+ * there are. */
 static int size_only_layers(const dla_net *net, char *flags)
 {
     const int n = net->nlayers;
-    int refs = 0;
-    for (int l = 0; l < n; l++)
-        for (int k = 0; k < net->layers[l]->nin; k++)
-            refs += by_size(net->layers[l], k);
-    if (!refs)
-        return 0;
     char *live = dla__nn_calloc((size_t)(n ? n : 1), 1);
     if (!live)
         return 0; /* dla_gradient then names them as before */
@@ -479,6 +484,8 @@ static int size_only_layers(const dla_net *net, char *flags)
 static char *size_only_rows(const dla_net *net)
 {
     const dla_table *t = &net->tables[DLA__LEARNABLE];
+    if (!has_ref_input(net))
+        return NULL;
     char *flags = dla__nn_calloc((size_t)(net->nlayers ? net->nlayers : 1), 1);
     char *rows = dla__nn_calloc((size_t)(t->count ? t->count : 1), 1);
     if (!flags || !rows || size_only_layers(net, flags) == 0) {
