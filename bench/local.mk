@@ -33,7 +33,7 @@ bench_dlaccel_bench_SOURCES = \
 TESTS += bench/smoke.sh
 EXTRA_DIST += bench/smoke.sh bench/tap.sh bench/torch_pinn.py bench/torch_attention.py bench/torch_lstm.py \
 	bench/torch_neural_ode.py bench/torch_mobile.py bench/torch_volume.py \
-	bench/torch_tokens.py bench/torch_resnet_layers.py
+	bench/torch_tokens.py bench/torch_resnet_layers.py bench/torch_cnn_eager.py
 # The batch sweep beside PyTorch (issue 19; minutes, not part of make
 # check) and its smoke test: dlaccel's side alone, a few seconds.
 TESTS += bench/batch_sweep_smoke.sh
