@@ -7,9 +7,11 @@
  * the index vector back first (a few hundred bytes as a rule) through
  * dla__cu_copy_to_host, which waits for the stream. Inside a planned
  * replay being captured into a CUDA graph that copy ends the capture
- * (dla__cu_plan_flush: what was captured is launched), reads, and capture
- * resumes after it (plan.c): a replay holding a gather is then a few
- * graphs in order, never a graph holding a host wait. The kernels
+ * (dla__cu_plan_flush: what was captured is launched, waited for and
+ * dropped), then reads; the rest of that run and every later run of the
+ * plan are plain launches (plan.c), never a graph holding a host wait.
+ * The addresses are taken after the read, once the capture's
+ * redirection (dla__cu_remap) has ended. The kernels
  * themselves skip a position outside the dim, so no launch addresses
  * outside its operands whatever the index holds.
  *
@@ -160,7 +162,7 @@ dla_status dla__cu_scatter_add(void *dev, const dla_index_args *args)
         return DLA_ERR_OUT_OF_MEMORY;
     }
     /* Through the pinned staging buffer where it fits (asynchronous, in
-     * stream order); a capture in progress ends first and resumes after. */
+     * stream order); read_index has already ended a capture in progress. */
     s = dla__cu_copy_to_device(d, (dla_mem)t, 0, packed, bytes);
     h->free(packed);
     if (s != DLA_OK) {

@@ -143,7 +143,9 @@ static dla_status device_info(int index, dla_plugin_device_info *info)
     int driver = 0, runtime = 0;
     cudaDriverGetVersion(&driver);
     cudaRuntimeGetVersion(&runtime);
-    const int graphs = env_flag("DLACCEL_CUDA_GRAPHS", 1);
+    /* As device_open decides: profiling waits after each kernel, which a
+     * capture cannot hold, so it takes graphs (and one kernels) off too. */
+    const int graphs = env_flag("DLACCEL_CUDA_GRAPHS", 1) && !dla__cu_profiling();
     const int one_kernel = env_flag("DLACCEL_CUDA_ONE_KERNEL", 1);
     const int plan_wait = env_flag("DLACCEL_CUDA_PLAN_WAIT", 0);
     snprintf(mine.properties, sizeof mine.properties,
