@@ -348,8 +348,15 @@ static dla_status coll_test(void *dev, void *group, uint64_t ticket, int *done)
      * first, until ticket's. */
     while (g->nev && g->ev[0].ticket <= ticket) {
         cudaError_t e = cudaEventQuery(g->ev[0].ev);
-        if (e == cudaErrorNotReady)
+        if (e == cudaErrorNotReady) {
+            /* Not an error, but the runtime's per-thread error variable
+             * may keep it (HIP's does; PyTorch clears it after every
+             * query): left there, the next launch's cudaGetLastError
+             * (dla__cu_launched) would fail that kernel with "device not
+             * ready". */
+            (void)cudaGetLastError();
             return DLA_OK;
+        }
         if (e != cudaSuccess)
             return dla__cu_err(e, "coll_test");
         cudaEventDestroy(g->ev[0].ev);
