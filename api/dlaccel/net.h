@@ -632,8 +632,9 @@ DLA_API dla_layer *dla_gru_layer(int64_t num_hidden_units, const dla_gru_layer_o
  * too). Connect a layer to "name/mask" (dla_net_connect): for token
  * sequences padded with 0 (word embeddings) the sequence input layer
  * itself is the mask (a mask port reads an input layer's data as given,
- * before its Normalization); docs/networks.md, "Padding masks", for
- * other data.
+ * before its Normalization; one that reads a normalizing input layer
+ * through other layers is refused by dla_net_init); docs/networks.md,
+ * "Padding masks", for other data.
  * A mask port left unconnected is a network input. */
 typedef struct dla_self_attention_layer_options {
     const char *name;
