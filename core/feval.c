@@ -30,6 +30,8 @@ DLA_API dla_status dla_feval(dla_function fn, void *ctx, int nin, dla_tensor *co
     }
     dla__tape tape;
     memset(&tape, 0, sizeof tape);
+    tape.nin = nin;
+    tape.in = in;
     /* Guarded: one dla_scope_end too many in fn released its outputs and
      * then closed the caller's scope under it. */
     dla_status scope;

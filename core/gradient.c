@@ -842,14 +842,61 @@ static dla_status check_trace_headers(const char *op, const dla__tape *tape, siz
     return st;
 }
 
-/* missing: NULL, and a wrt[i] the loss does not depend on is an error (the
- * public calls); otherwise its gradient is zeros and *missing counts them
- * (dla__gradient_or_zeros). may_miss (may be NULL): the wrt[i] with
- * may_miss[i] set get zeros when the loss does not depend on them
- * (dla__gradient_may_miss). */
+/* Nonzero when the loss is "traced" in MATLAB's sense: computed by the
+ * tape's differentiable ops (not only through comparisons, fills or other
+ * constant ops) from one of the dla_feval's single or double inputs or
+ * from one of wrt. A loss made only of constants to the tape (gradients
+ * of a plain sweep, tensors made before the call) is not: MATLAB's
+ * dlgradient then fails ("Value to differentiate is not traced"), where a
+ * traced loss that does not reach a variable gives that variable zeros.
+ * -2: no memory (said). */
+static int loss_is_traced(const dla__tape *tape, size_t count, dla_tensor *loss, int nwrt,
+                          dla_tensor *const *wrt)
+{
+    size_t tensors = (size_t)nwrt + (size_t)tape->nin + 1;
+    for (size_t k = 0; k < count; k++)
+        tensors += (size_t)tape->nodes[k].nout;
+    gmap m = {0};
+    int traced = 0;
+    if (gmap_init(&m, tensors) != DLA_OK) {
+        gmap_free(&m);
+        return -2; /* no memory, said */
+    }
+    for (int i = 0; i < nwrt; i++)
+        m.dep[gmap_slot(&m, wrt[i])] = 1;
+    for (int i = 0; i < tape->nin; i++)
+        if (tape->in[i] && tape->in[i]->status == DLA_OK &&
+            (tape->in[i]->dtype == DLA_F32 || tape->in[i]->dtype == DLA_F64))
+            m.dep[gmap_slot(&m, tape->in[i])] = 1;
+    for (size_t k = 0; k < count; k++) {
+        const dla__node *n = &tape->nodes[k];
+        int d = 0;
+        for (int j = 0; j < n->nin && !d && !n->op->constant; j++) {
+            size_t s = gmap_find(&m, n->in[j]);
+            d = s != SIZE_MAX && m.dep[s];
+        }
+        for (int i = 0; d && i < n->nout; i++)
+            m.dep[gmap_slot(&m, n->out[i])] = 1;
+    }
+    size_t s = gmap_find(&m, loss);
+    traced = s != SIZE_MAX && m.dep[s];
+    gmap_free(&m);
+    return traced;
+}
+
+/* missing: NULL, and a wrt[i] the loss does not depend on gets zeros when
+ * the loss is traced (MATLAB's dlgradient: a traced loss that does not
+ * reach a variable, or reaches it only through constant ops, gives it
+ * zeros) and is an error when it is not (the public calls); otherwise its
+ * gradient is zeros and *missing counts them (dla__gradient_or_zeros).
+ * may_miss (may be NULL): the wrt[i] with may_miss[i] set get zeros when
+ * the loss does not depend on them, traced or not
+ * (dla__gradient_may_miss). one_needed: the loss counts as traced only
+ * when it reaches some wrt[i] without may_miss[i] (dla_net_gradient: a
+ * loss that reaches none of the network's learnables is an error). */
 static dla_status gradient_run(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
                                dla_tensor **grads, const dla_gradient_hooks *hooks, int recorded,
-                               int *missing, const char *may_miss)
+                               int *missing, const char *may_miss, int one_needed)
 {
     static const char op[] = "dla_gradient";
     if (nwrt < 0 || (nwrt && (!wrt || !grads)))
@@ -962,14 +1009,34 @@ static dla_status gradient_run(dla_tensor *loss, int nwrt, dla_tensor *const *wr
     dla__free(h.order);
     resume_unless(recorded);
     tape->plain_sweeps += !recorded;
+    /* -1: not asked yet. */
+    int traced = -1;
+    if (one_needed && st == DLA_OK) {
+        traced = 0;
+        for (int i = 0; i < nwrt && !traced; i++) {
+            size_t s = gmap_find(&m, wrt[i]);
+            traced = s != SIZE_MAX && m.grad[s] && !(may_miss && may_miss[i]);
+        }
+    }
     for (int i = 0; st == DLA_OK && i < nwrt; i++) {
         size_t s = gmap_find(&m, wrt[i]);
-        if ((s == SIZE_MAX || !m.grad[s]) && (missing || (may_miss && may_miss[i]))) {
+        if ((s == SIZE_MAX || !m.grad[s]) && !missing && !(may_miss && may_miss[i]) &&
+            traced < 0)
+            traced = loss_is_traced(tape, count, loss, nwrt, wrt);
+        if (traced == -2) {
+            st = DLA_ERR_OUT_OF_MEMORY;
+            break;
+        }
+        if ((s == SIZE_MAX || !m.grad[s]) && (missing || (may_miss && may_miss[i]) || traced > 0)) {
             if (missing)
                 ++*missing;
         } else if (s == SIZE_MAX || !m.grad[s])
             st = dla__fail(DLA_ERR_INVALID_ARGUMENT,
-                           "%s: argument wrt[%d] (%s %s): the loss does not depend on it%s", op,
+                           "%s: argument wrt[%d] (%s %s): the loss does not depend on it, "
+                           "nor on any other argument wrt or input of dla_feval through ops "
+                           "with a derivative (MATLAB: \"Value to differentiate is not "
+                           "traced\"; a loss that depends on one of them gives zeros for the "
+                           "others)%s", op,
                            i, dla__tensor_dims_str(wrt[i], buf, sizeof buf),
                            dla_dtype_name(wrt[i]->dtype),
                            earlier_plain
@@ -1026,30 +1093,30 @@ DLA_API dla_status dla_gradient_opts(dla_tensor *loss, int nwrt, dla_tensor *con
                                      dla_tensor **grads, const dla_gradient_options *opts)
 {
     return gradient_run(loss, nwrt, wrt, grads, opts ? opts->hooks : NULL,
-                        opts && opts->enable_higher_derivatives, NULL, NULL);
+                        opts && opts->enable_higher_derivatives, NULL, NULL, 0);
 }
 
 dla_status dla__gradient_or_zeros(dla_tensor *loss, dla_tensor *x, dla_tensor **grad, int recorded,
                                   int *missing)
 {
-    return gradient_run(loss, 1, &x, grad, NULL, recorded, missing, NULL);
+    return gradient_run(loss, 1, &x, grad, NULL, recorded, missing, NULL, 0);
 }
 
 DLA_API dla_status dla_gradient_hooked(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
                                        dla_tensor **grads, const dla_gradient_hooks *hooks)
 {
-    return gradient_run(loss, nwrt, wrt, grads, hooks, 0, NULL, NULL);
+    return gradient_run(loss, nwrt, wrt, grads, hooks, 0, NULL, NULL, 0);
 }
 
 dla_status dla__gradient_may_miss(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
                                   dla_tensor **grads, const dla_gradient_hooks *hooks,
                                   const char *may_miss)
 {
-    return gradient_run(loss, nwrt, wrt, grads, hooks, 0, NULL, may_miss);
+    return gradient_run(loss, nwrt, wrt, grads, hooks, 0, NULL, may_miss, 1);
 }
 
 DLA_API dla_status dla_gradient(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
                                 dla_tensor **grads)
 {
-    return gradient_run(loss, nwrt, wrt, grads, NULL, 0, NULL, NULL);
+    return gradient_run(loss, nwrt, wrt, grads, NULL, 0, NULL, NULL, 0);
 }

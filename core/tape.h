@@ -20,6 +20,10 @@ typedef struct dla__tape {
      * dla_feval records on its own tape even where its caller paused
      * recording (a backward rule that differentiates a function). */
     int outer_paused;
+    /* The dla_feval's inputs (the caller's array, alive while the tape
+     * is): MATLAB's traced variables, from which a loss is traced. */
+    int nin;
+    dla_tensor *const *in;
     struct dla__tape *outer;
 } dla__tape;
 
@@ -37,9 +41,12 @@ void dla__tape_pop(void);
 dla_status dla__gradient_or_zeros(dla_tensor *loss, dla_tensor *x, dla_tensor **grad, int recorded,
                                   int *missing);
 /* dla_gradient_hooked, except that a wrt[i] with may_miss[i] set that the
- * loss does not depend on gets zeros instead of failing the call:
- * dla_net_gradient's learnables of a layer that reaches the outputs only
- * through a "ref" input, whose values are never read. */
+ * loss does not depend on gets zeros instead of failing the call
+ * (dla_net_gradient's learnables of a layer that reaches the outputs only
+ * through a "ref" input, whose values are never read), and that the loss
+ * counts as traced (the others it does not reach get zeros) only when it
+ * reaches a wrt[i] without may_miss[i] set: a loss that reaches none of
+ * a network's learnables is an error, not zeros. */
 dla_status dla__gradient_may_miss(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
                                   dla_tensor **grads, const dla_gradient_hooks *hooks,
                                   const char *may_miss);

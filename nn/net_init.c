@@ -471,6 +471,72 @@ static dla_status input_layer_example(const dla_net *net, int k, const dla_tenso
                         want.format, strchr(want.format, 'T') ? " and steps" : "");
 }
 
+/* A built-in layer's "mask" port that reads, through other layers, the
+ * output of an input layer with a Normalization: the mask is then
+ * computed from normalized data, where the padding's 0 has become
+ * -Mean/StandardDeviation and a first channel of ones 0 (docs/networks.md,
+ * "Padding masks"), so it hides the data steps and keeps the padded ones.
+ * An input layer connected to the port directly gives it the data as
+ * given (net_run.c); through a layer (a pooling that takes the mask to
+ * the steps of a downsampled map) there is no such data to give, and the
+ * network is refused rather than masked wrongly. */
+static dla_status mask_through_normalization(const dla_net *net, const char *fn)
+{
+    const int n = net->nlayers;
+    char *seen = NULL;
+    dla_status st = DLA_OK;
+    for (int i = 0; st == DLA_OK && i < n; i++) {
+        const dla_layer *l = net->layers[i];
+        if (l->kind->is_input || l->kind->custom)
+            continue;
+        for (int q = 0; st == DLA_OK && q < l->nin; q++) {
+            const char *port = dla__in_port(l, q);
+            const int src = net->src[i][q];
+            if (!port || strcmp(port, "mask") || src < 0 || net->layers[src]->kind->is_input)
+                continue;
+            if (!seen && !(seen = dla__nn_calloc((size_t)n, 1)))
+                return dla__nn_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+            memset(seen, 0, (size_t)n);
+            /* Upstream of src, by the ports whose values are read. */
+            seen[src] = 1;
+            for (int changed = 1; changed;) {
+                changed = 0;
+                for (int k = 0; k < n; k++) {
+                    const dla_layer *d = net->layers[k];
+                    if (!seen[k] || d->kind->is_input)
+                        continue;
+                    for (int p = 0; p < d->nin; p++) {
+                        const char *name = dla__in_port(d, p);
+                        const int s = net->src[k][p];
+                        if (s >= 0 && !seen[s] && !(name && !strcmp(name, "ref")))
+                            seen[s] = 1, changed = 1;
+                    }
+                }
+            }
+            for (int k = 0; k < n; k++) {
+                const dla_layer *in = net->layers[k];
+                if (!seen[k] || !in->kind->is_input || in->kind->custom ||
+                    !strcmp(in->props.option, "none"))
+                    continue;
+                st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT,
+                                  "%s: the padding mask input \"%s/mask\" reads input layer "
+                                  "\"%s\" through layer \"%s\", after its Normalization "
+                                  "\"%s\", which moves the padding's 0 (a mask of ones becomes "
+                                  "0 at the data steps): connect \"%s\" to \"%s/mask\" "
+                                  "directly (a mask port fed by an input layer reads the data "
+                                  "as given), or give \"%s\" Normalization \"none\" and "
+                                  "normalize the data before padding it (docs/networks.md, "
+                                  "\"Padding masks\")",
+                                  fn, l->name, in->name, net->layers[src]->name, in->props.option,
+                                  in->name, l->name, in->name);
+                break;
+            }
+        }
+    }
+    dla__nn_free(seen);
+    return st;
+}
+
 dla_status dla__net_init_with(dla_net *net, int nexamples, dla_tensor *const *examples,
                               dla__param_lookup lookup, void *ctx, dla_dtype dtype)
 {
@@ -481,6 +547,8 @@ dla_status dla__net_init_with(dla_net *net, int nexamples, dla_tensor *const *ex
         return dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: the network has no layers", fn);
     dla__net_uninit(net);
     dla_status st = wire(net, fn);
+    if (st == DLA_OK)
+        st = mask_through_normalization(net, fn);
     if (st == DLA_OK && nexamples && nexamples != net->ninputs)
         st = dla__nn_fail(DLA_ERR_INVALID_ARGUMENT, "%s: %d example tensor%s for %d input%s",
                           fn, nexamples, nexamples == 1 ? "" : "s", net->ninputs,

@@ -520,9 +520,11 @@ DLA_API dla_status dla_net_gradient_hooked(dla_net *net, dla_tensor *loss, dla_t
     char *may_miss = size_only_rows(net);
     dla_status st = dla__gradient_may_miss(loss, t->count, t->values, grads, hooks, may_miss);
     dla__nn_free(may_miss);
-    /* dla_gradient names the learnable the loss does not reach by its
-     * place in its list, "argument wrt[4] (2x4 single)", an argument the
-     * caller never wrote: name its layer and parameter, and the usual
+    /* A loss that reaches some learnables gives the others zeros
+     * (MATLAB's dlgradient; an output left out of the loss); one that
+     * reaches none fails, and dla_gradient names the first learnable by
+     * its place in its list, "argument wrt[4] (2x4 single)", an argument
+     * the caller never wrote: name its layer and parameter, and the usual
      * causes. */
     int row = -1, at = 0;
     const char *why = dla_last_error();
@@ -534,11 +536,11 @@ DLA_API dla_status dla_net_gradient_hooked(dla_net *net, dla_tensor *loss, dla_t
         char *close = strchr(msg, ')');
         if (close)
             *close = '\0';
-        dla__nn_fail(st, "dla_net_gradient: the loss does not depend on learnable %d, %s/%s (%s): "
-                     "no output the loss uses reaches its layer (an output of the network "
-                     "left out of the loss), or the forward call used other values "
-                     "(dla_net_forward_options.learnables: take the gradient with respect "
-                     "to those with dla_gradient)", row + 1, t->layer[row], t->param[row], msg);
+        dla__nn_fail(st, "dla_net_gradient: the loss does not depend on learnable %d, %s/%s (%s), "
+                     "nor on any other of the network's learnables: the forward call used "
+                     "other values (dla_net_forward_options.learnables: take the gradient "
+                     "with respect to those with dla_gradient), or the loss was not computed "
+                     "from this network's outputs", row + 1, t->layer[row], t->param[row], msg);
     }
     return st;
 }

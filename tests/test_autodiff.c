@@ -97,10 +97,11 @@ static dla_status not_scalar(void *ctx, int nin, dla_tensor *const *in, int nout
     return dla_gradient(dla_square(in[0]), 1, &in[0], &out[0]);
 }
 
-static dla_status unrelated(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+/* A loss of ctx alone, a tensor made before the call: not traced. */
+static dla_status untraced(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
 {
-    dla_tensor *l = dla_sum(dla_square(in[0]), 0, NULL);
-    return dla_gradient(l, 2, in, out);
+    (void)nin, (void)nout;
+    return dla_gradient(dla_sum(dla_square((dla_tensor *)ctx), 0, NULL), 1, in, out);
 }
 
 /* The loss of a single x and of an integer or logical tensor cast to x's
@@ -126,11 +127,13 @@ static void test_gradient_errors_say_what_is_wrong(void **state)
     dla_tensor *out[2];
     assert_int_equal(dla_feval(not_scalar, NULL, 1, &x, 1, out), DLA_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(dla_tensor_error(out[0]), "argument loss: 3x2 double; it must be a real scalar"));
-    /* A tensor the loss does not depend on. */
-    assert_int_equal(dla_feval(unrelated, NULL, 2, (dla_tensor *[]){x, other}, 2, out),
-                     DLA_ERR_INVALID_ARGUMENT);
-    assert_non_null(strstr(dla_tensor_error(out[1]),
-                           "argument wrt[1] (4x5 double): the loss does not depend on it"));
+    /* A loss that is not traced: computed only from a tensor made before
+     * the call (MATLAB: "Value to differentiate is not traced"). */
+    assert_int_equal(dla_feval(untraced, other, 1, &x, 1, out), DLA_ERR_INVALID_ARGUMENT);
+    if (!strstr(dla_tensor_error(out[0]), "argument wrt[0] (3x2 double): the loss does not "
+                                          "depend on it, nor on any other argument wrt or "
+                                          "input of dla_feval"))
+        fail_msg("%s", dla_tensor_error(out[0]));
     /* With respect to an integer or a logical tensor the loss was computed
      * from: it said "the loss does not depend on it", which was false. */
     dla_tensor *w = dla_ones(DLA_F32, "", DLA_DIMS(3, 1));
@@ -145,6 +148,54 @@ static void test_gradient_errors_say_what_is_wrong(void **state)
         if (!strstr(dla_tensor_error(out[1]), want))
             fail_msg("%s", dla_tensor_error(out[1]));
     }
+    dla_scope_end();
+}
+
+/* out = {d/d in[0], d/d in[1], d/d slice}: loss = sum(in[0] .^ 2), which
+ * uses neither in[1] nor the slice of in[0] taken beside it. */
+static dla_status unused_inputs(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                dla_tensor **out)
+{
+    (void)ctx, (void)nin, (void)nout;
+    dla_tensor *part = dla_slice(in[0], 1, 1, 1, 2);
+    dla_tensor *wrt[3] = {in[0], in[1], part};
+    return dla_gradient(dla_sum(dla_square(in[0]), 0, NULL), 3, wrt, out);
+}
+
+/* MATLAB's dlgradient gives zeros for a variable a traced loss does not
+ * depend on (an unused input; x(i) where the loss was computed from x):
+ * dla_gradient failed with "the loss does not depend on it", eagerly and
+ * in an accelerated function's recording alike. The zeros have the
+ * variable's dims, format and dtype, and replays give them too. */
+static void test_an_unused_variable_gets_zeros_as_in_matlab(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = dla_tensor_from_host((double[]){1, 2, 3, 4, 5, 6}, DLA_F64, "", DLA_DIMS(3, 2));
+    dla_tensor *other = dla_ones(DLA_F32, "CB", DLA_DIMS(4, 5));
+    dla_accel *af = dla_accelerate(unused_inputs, NULL);
+    for (int call = 0; call < 3; call++) {
+        dla_tensor *out[3];
+        dla_status st = call == 0 ? dla_feval(unused_inputs, NULL, 2, (dla_tensor *[]){x, other}, 3, out)
+                                  : dla_accel_feval(af, NULL, 2, (dla_tensor *[]){x, other}, 3, out);
+        if (st != DLA_OK)
+            fail_msg("call %d: %s", call, dla_last_error());
+        for (int64_t e = 0; e < 6; e++)
+            tu_assert_near(dla_tensor_item(out[0], e), 2.0 * (double)(e + 1), 1e-12);
+        assert_int_equal(dla_tensor_dtype(out[1]), DLA_F32);
+        assert_string_equal(dla_tensor_format(out[1]), "CB");
+        assert_int_equal(dla_tensor_ndims(out[1]), 2);
+        assert_int_equal(dla_tensor_dim(out[1], 1), 4);
+        assert_int_equal(dla_tensor_dim(out[1], 2), 5);
+        for (int64_t e = 0; e < 20; e++)
+            assert_true(dla_tensor_item(out[1], e) == 0.0);
+        assert_int_equal(dla_tensor_numel(out[2]), 2);
+        assert_int_equal(dla_tensor_dtype(out[2]), DLA_F64);
+        for (int64_t e = 0; e < 2; e++)
+            assert_true(dla_tensor_item(out[2], e) == 0.0);
+    }
+    assert_true(dla_accel_hit_rate(af) > 0); /* the last call replayed */
+    dla_accel_free(af);
     dla_scope_end();
 }
 
@@ -784,6 +835,7 @@ int main(void)
         TU_TEST(test_feval_returns_values_and_exact_gradients),
         TU_TEST(test_several_gradients_in_one_feval_and_tensors_reached_through_ctx),
         TU_TEST(test_gradient_errors_say_what_is_wrong),
+        TU_TEST(test_an_unused_variable_gets_zeros_as_in_matlab),
         TU_TEST(test_outputs_left_unset_are_error_tensors),
         TU_TEST(test_fevals_nest_with_their_own_tapes),
         TU_TEST(test_the_tape_is_freed_when_feval_returns),

@@ -247,6 +247,63 @@ static void a_normalizing_input_layer_still_masks_the_padded_steps(void **state)
     dla_scope_end();
 }
 
+/* x -> ds (a max pooling of stride 2) -> pool/in and pool/mask: the mask
+ * taken to the downsampled steps through a layer. With a normalizing
+ * input layer the pooling read normalized data, the ones 0 and the
+ * padding -Mean/StandardDeviation, and the mask hid every data step and
+ * kept the padded ones; dla_net_init now refuses it, saying what to do.
+ * Without a Normalization the mask is right. */
+static dla_net *mask_through_a_pooling(const char *norm, dla_tensor *mean, dla_tensor *sd)
+{
+    dla_layer *l[] = {dla_sequence_input_layer(2, &(dla_sequence_input_options){
+                          .name = "x", .normalization = norm, .mean = mean,
+                          .standard_deviation = sd, .min_length = 2}),
+                      dla_maxpool1d_layer(2, &(dla_pool1d_layer_options){.name = "ds", .stride = 2}),
+                      dla_global_avgpool1d_layer(&(dla_global_pool1d_layer_options){
+                          .name = "pool", .has_padding_mask_input = 1})};
+    dla_net *net = dla_net_create(3, l);
+    assert_non_null(net);
+    assert_int_equal(dla_net_connect(net, "ds", "pool/mask"), DLA_OK);
+    return net;
+}
+
+static void a_mask_through_a_layer_after_a_normalization_is_refused(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *mean = dla_tensor_from_host((const float[]){1, 5}, DLA_F32, "", DLA_DIMS(2, 1));
+    dla_tensor *sd = dla_tensor_from_host((const float[]){1, 2}, DLA_F32, "", DLA_DIMS(2, 1));
+    static const char *const norms[] = {"zscore", "zerocenter"};
+    for (int k = 0; k < 2; k++) {
+        dla_net *net = mask_through_a_pooling(norms[k], mean, k ? NULL : sd);
+        assert_int_equal(dla_net_init(net, 0, NULL), DLA_ERR_INVALID_ARGUMENT);
+        char want[256];
+        snprintf(want, sizeof want, "dla_net_init: the padding mask input \"pool/mask\" reads "
+                 "input layer \"x\" through layer \"ds\", after its Normalization \"%s\"",
+                 norms[k]);
+        if (!strstr(dla_last_error(), want) ||
+            !strstr(dla_last_error(), "give \"x\" Normalization \"none\""))
+            fail_msg("%s", dla_last_error());
+        dla_net_free(net);
+    }
+    /* Normalization "none": four data steps (channel 2: 4 6 8 2), four
+     * padded; ds keeps each pair's max, 6 8 0 0, and of the mask 1 1 0 0. */
+    dla_net *net = mask_through_a_pooling("none", NULL, NULL);
+    if (dla_net_init(net, 0, NULL) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    const float v[16] = {1, 4, 1, 6, 1, 8, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0};
+    dla_tensor *x = dla_tensor_from_host(v, DLA_F32, "CBT", DLA_DIMS(2, 1, 8)), *y;
+    assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, NULL), DLA_OK);
+    float r[2];
+    assert_int_equal(dla_tensor_to_host(y, r, sizeof r), DLA_OK);
+    tu_assert_near(r[0], 1.0f, 1e-6);
+    tu_assert_near(r[1], 7.0f, 1e-6); /* (6 + 8) / 2 */
+    dla_net_free(net);
+    dla_tensor_release(mean);
+    dla_tensor_release(sd);
+    dla_scope_end();
+}
+
 static dla_status masked_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
                               dla_tensor **out)
 {
@@ -504,6 +561,7 @@ int main(void)
         TU_TEST(a_prediction_does_not_depend_on_the_padding_of_its_mini_batch),
         TU_TEST(masked_global_pooling_reads_the_data_steps_only),
         TU_TEST(a_normalizing_input_layer_still_masks_the_padded_steps),
+        TU_TEST(a_mask_through_a_layer_after_a_normalization_is_refused),
         TU_TEST(masked_attention_keeps_nan_padding_out),
         TU_TEST(masked_indexing_takes_each_observations_own_step),
         TU_TEST(masked_indexing_frees_through_the_library_allocator),

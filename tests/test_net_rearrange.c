@@ -551,6 +551,61 @@ static void a_branch_that_only_sizes_gets_zero_gradients(void **state)
     dla_scope_end();
 }
 
+/* docs/networks.md's accelerated model loss: the learnables are tensor
+ * inputs, and dla_gradient takes their gradients. */
+static dla_status recipe_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                              dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    dla_net *net = ctx;
+    const int nl = dla_net_learnable_count(net);
+    dla_tensor *y = NULL;
+    dla_status st = dla_net_forward(net, 1, in, 1, &y, NULL,
+                                    &(dla_net_forward_options){.learnables = in + 1});
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_sum(dla_mul(y, y), 0, NULL);
+    return dla_gradient(out[0], nl, in + 1, out + 1);
+}
+
+/* That recipe with a branch that only sizes a crop: the branch's
+ * learnables get zeros, eagerly and accelerated, as dla_net_gradient
+ * gives them; dla_gradient failed ("argument wrt[2] (3x3x1x2 single): the
+ * loss does not depend on it") in both. */
+static void the_accelerated_recipe_gives_a_sizing_branch_zeros(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(4);
+    dla_net *net = sized_by_a_branch(0);
+    const int nl = dla_net_learnable_count(net);
+    assert_int_equal(nl, 6);
+    dla_tensor *in[7] = {dla_randn(DLA_F32, "SSCB", DLA_DIMS(6, 6, 1, 3))};
+    dla_table *t = dla_net_learnables(net);
+    for (int r = 0; r < nl; r++)
+        in[1 + r] = dla_table_value(t, r);
+    dla_tensor *want[7], *got[7];
+    if (dla_feval(branch_loss, &(branch_ctx){net, 0}, 1, in, 7, want) != DLA_OK)
+        fail_msg("dla_net_gradient: %s", dla_last_error());
+    dla_accel *af = dla_accelerate(recipe_loss, &(dla_accel_options){.name = "modelLoss",
+                                                                     .key = dla_net_key});
+    for (int call = 0; call < 3; call++) {
+        dla_status st = call ? dla_accel_feval(af, net, 7, in, 7, got)
+                             : dla_feval(recipe_loss, net, 7, in, 7, got);
+        if (st != DLA_OK)
+            fail_msg("call %d: %s", call, dla_last_error());
+        for (int r = 0; r <= nl; r++) {
+            assert_int_equal(dla_tensor_numel(got[r]), dla_tensor_numel(want[r]));
+            for (int64_t e = 0; e < dla_tensor_numel(got[r]); e++)
+                tu_assert_near(dla_tensor_item(got[r], e), dla_tensor_item(want[r], e), 1e-5);
+        }
+    }
+    assert_true(dla_accel_hit_rate(af) > 0);
+    dla_accel_free(af);
+    dla_net_free(net);
+    dla_scope_end();
+}
+
 /* conv -> crop/in with the pooled input as ref -> depth to space (3 x 6)
  * -> resize to the pooled input's 3 x 3 -> conv -> space to depth -> fc:
  * first and second derivatives of every learnable, replayed and eager. */
@@ -614,6 +669,7 @@ int main(void)
         TU_TEST(a_network_of_the_three_differentiates),
         TU_TEST(a_port_of_an_option_that_is_off_names_the_option),
         TU_TEST(a_branch_that_only_sizes_gets_zero_gradients),
+        TU_TEST(the_accelerated_recipe_gives_a_sizing_branch_zeros),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

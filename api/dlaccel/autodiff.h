@@ -61,10 +61,19 @@ DLA_API dla_status dla_feval(dla_function fn, void *ctx, int nin, dla_tensor *co
  * tape: to a later dla_gradient they are constants (a loss computed only
  * from them "does not depend" on wrt). For second derivatives use
  * dla_gradient_opts with enable_higher_derivatives.
+ * A wrt[i] the loss does not depend on (an input the function did not
+ * use, a slice of x where the loss was computed from x itself, a branch
+ * that reaches the loss only through comparisons) gets zeros with its
+ * dims, format and dtype, as MATLAB's dlgradient gives them, provided the
+ * loss is "traced": computed by ops with a derivative from one of
+ * dla_feval's single or double inputs or from one of wrt.
  * Errors (grads[i] are then error tensors): DLA_ERR_STATE outside dla_feval
  * ("dla_gradient: called outside dla_feval"); DLA_ERR_INVALID_ARGUMENT when
- * loss is not a scalar, or when the loss does not depend on wrt[i] (the
- * message names i and its dims); DLA_ERR_DTYPE when wrt[i] is not single
+ * loss is not a scalar, or when it is not traced (MATLAB: "Value to
+ * differentiate is not traced"; a loss computed only from a plain
+ * gradient, from tensors made before the call, or through comparisons; the
+ * message names the first such wrt[i] and its dims, "the loss does not
+ * depend on it"); DLA_ERR_DTYPE when wrt[i] is not single
  * or double (an integer or logical tensor has no gradient: cast it first,
  * and take the gradient with respect to the cast); DLA_ERR_INVALID_ARGUMENT
  * when a dla_accel_call replayed on this tape, on the loss's path, read

@@ -632,8 +632,9 @@ DLA_API dla_layer *dla_gru_layer(int64_t num_hidden_units, const dla_gru_layer_o
  * too). Connect a layer to "name/mask" (dla_net_connect): for token
  * sequences padded with 0 (word embeddings) the sequence input layer
  * itself is the mask (a mask port reads an input layer's data as given,
- * before its Normalization); docs/networks.md, "Padding masks", for
- * other data.
+ * before its Normalization; one that reads a normalizing input layer
+ * through other layers is refused by dla_net_init); docs/networks.md,
+ * "Padding masks", for other data.
  * A mask port left unconnected is a network input. */
 typedef struct dla_self_attention_layer_options {
     const char *name;
@@ -1280,13 +1281,15 @@ DLA_API dla_status dla_net_predict_state(dla_net *net, int nin, dla_tensor *cons
 
 /* MATLAB dlgradient(loss, net.Learnables) inside dla_feval: grads[i] is
  * the gradient with respect to Learnables row i (dla_net_learnable_count
- * of them, each with its row's dims). As dla_gradient otherwise; a
+ * of them, each with its row's dims). As dla_gradient otherwise: a
  * learnable the loss does not depend on (a layer only an output left out
- * of the loss reaches, or values given in dla_net_forward_options.learnables
- * instead of the network's) is DLA_ERR_INVALID_ARGUMENT naming its row,
- * layer and parameter; except that a layer every path of which to the
- * outputs enters a crop or resize layer by its "ref" input (whose values
- * are never read) has zero gradients, as its values change nothing. */
+ * of the loss reaches; a layer every path of which to the outputs enters
+ * a crop or resize layer by its "ref" input, whose values are never read)
+ * gets zeros, as in MATLAB. Unlike MATLAB, a loss that depends on none of
+ * the learnables (values given in dla_net_forward_options.learnables
+ * instead of the network's, a loss not computed from the network) is
+ * DLA_ERR_INVALID_ARGUMENT naming the first row, its layer and parameter,
+ * rather than all zeros, which would train nothing in silence. */
 DLA_API dla_status dla_net_gradient(dla_net *net, dla_tensor *loss, dla_tensor **grads);
 /* dla_net_gradient through dla_gradient_hooked: ready's index is the
  * learnable's row. */
