@@ -864,12 +864,15 @@ static void test_targets_of_an_output_with_other_steps_than_its_input(void **sta
             assert_ok(dla_tensor_to_host(scores, sc, bytes));
             const int64_t nt = dla_tensor_dim(scores, 3);
             int hits = 0, steps = 0;
+            double ce = 0;
             for (int64_t i = 0; i < N; i++)
                 for (int64_t st = 0; st < (i % 2 ? 5 : 4); st++, steps++) {
                     const float *p = sc + 3 * (i + N * st);
                     const int best = p[1] > p[0] ? (p[2] > p[1] ? 2 : 1) : (p[2] > p[0] ? 2 : 0);
                     hits += best == (int)((st + i) % 3);
+                    ce -= log((double)p[(st + i) % 3]);
                 }
+            ce /= steps;
             free(sc);
             dla_tensor_release(scores);
             assert_true(nt >= 5);
@@ -880,6 +883,19 @@ static void test_targets_of_an_output_with_other_steps_than_its_input(void **sta
                                                              .sequence_padding_value = pads[k]},
                                       &acc));
                 tu_assert_near(acc, 100.0 * hits / steps, 1e-9);
+            }
+            /* Its cross-entropy is a mean over the same steps: it was
+             * divided by every step of each batch, those of no class too,
+             * so it moved with MiniBatchSize (1.1031 in batches of 1,
+             * 0.9887 in larger ones, padded to 5 steps, for 1.0986 by
+             * hand). */
+            for (int64_t mb = 1; mb <= N; mb++) {
+                double v;
+                assert_ok(dla_testnet(net, &(dla_train_data){.datastore = varied}, "crossentropy",
+                                      &(dla_predict_options){.mini_batch_size = mb}, &v));
+                if (!(fabs(v - ce) <= 1e-6 * ce))
+                    fail_msg("MiniBatchSize %lld: crossentropy %.9g, by hand %.9g", (long long)mb,
+                             v, ce);
             }
             /* So is trainnet's validation accuracy, in batches of 3
              * holding 13, 14 and 9 such steps: the batches' accuracies
@@ -892,6 +908,8 @@ static void test_targets_of_an_output_with_other_steps_than_its_input(void **sta
             dla_training_info *iv;
             assert_ok(dla_trainnet(&vd, net, &loss, &ov, &b, &iv));
             tu_assert_near(iv->final_validation_accuracy, 100.0 * hits / steps, 1e-9);
+            if (!(fabs(iv->final_validation_loss - ce) <= 1e-6 * ce))
+                fail_msg("validation loss %.9g, by hand %.9g", iv->final_validation_loss, ce);
             /* testnet's batches of 3 likewise (the same evaluation). */
             double acc3;
             assert_ok(dla_testnet(net, &vd, "accuracy",
