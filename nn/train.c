@@ -54,6 +54,11 @@ typedef struct trainer {
     /* The targets are sequences of their own: target_sequences, or a
      * datastore's class numbers per step. */
     int seq_targets;
+    /* Response targets per step that their predictors' padding mask does
+     * not fit (an output of other steps than its input) come padded with
+     * NaN, the steps that are not NaN being the ones with a target (a
+     * built-in loss; a custom one sees SequencePaddingValue there). */
+    int nan_steps;
     /* The longest sequence of the training data [0] and of the validation
      * (or testnet's) data [1]: 0 for other data (align_targets). */
     int64_t longest[2];
@@ -239,20 +244,23 @@ static dla_tensor *mask_for(const trainer *tr, dla_tensor *y)
  * the mask, the loss and the accuracy being means over them. */
 static int by_class_steps(const trainer *tr, dla_tensor *y)
 {
-    return tr->classify && tr->seq_targets && !mask_for(tr, y) && dla_tensor_find_dim(y, 'C') &&
-           dla_tensor_find_dim(y, 'T');
+    return ((tr->classify && tr->seq_targets) || (!tr->classify && tr->nan_steps)) &&
+           !mask_for(tr, y) && dla_tensor_find_dim(y, 'C') && dla_tensor_find_dim(y, 'T');
 }
 
-/* The steps of t (one-hot targets of y's dims) that hold a class, logical
- * 1 x B x T, when by_class_steps; else NULL. */
+/* The steps of t (targets of y's dims) that hold a target, logical 1 x B x
+ * T, when by_class_steps: one-hot targets with a class, responses not NaN
+ * (tr->nan_steps); else NULL. */
 static dla_tensor *class_steps_of(const trainer *tr, dla_tensor *y, dla_tensor *t)
 {
     if (!by_class_steps(tr, y))
         return NULL;
     const int64_t along = dla_tensor_find_dim(t, 'C');
-    dla_tensor *sum = dla_sum(t, 1, &along);
-    return dla_gt(sum, dla_tensor_to_device(dla_zeros(dla_tensor_dtype(sum), "", 0, NULL),
-                                            dla_tensor_device(sum)));
+    dla_tensor *zero = dla_tensor_to_device(dla_zeros(dla_tensor_dtype(t), "", 0, NULL),
+                                            dla_tensor_device(t));
+    if (!tr->classify)
+        return dla_eq(dla_sum(dla_cast(dla_ne(t, t), dla_tensor_dtype(t)), 1, &along), zero);
+    return dla_gt(dla_sum(t, 1, &along), zero);
 }
 
 /* The built-in loss over the steps that hold a class (held), normalized
@@ -417,8 +425,21 @@ static dla_status metrics_of(const trainer *tr, dla_tensor *y, dla_tensor *t, do
     }
     if (st == DLA_OK && (tr->metrics & DLA__METRIC_RMSE)) {
         dla_tensor *d = dla_sub(y, dla_cast(t, dla_tensor_dtype(y)));
-        const double per = m ? (double)dla_tensor_numel(y) / (double)dla_tensor_numel(m) : 1;
-        st = mean_of(dla_square(d), m, tr->mask_steps * per, rmse);
+        dla_tensor *rm = m;
+        double steps = tr->mask_steps;
+        /* Responses per step padded with NaN: the steps with a target
+         * alone (their NaN errors put to 0, not multiplied by it). */
+        dla_tensor *held = tr->classify ? NULL : class_steps_of(tr, y, t);
+        if (held) {
+            rm = held;
+            d = dla_where(held, d,
+                          dla_tensor_to_device(dla_zeros(dla_tensor_dtype(d), "", 0, NULL),
+                                               dla_tensor_device(d)));
+            st = scalar_of(dla_sum(dla_cast(held, DLA_F64), 0, NULL), &steps);
+        }
+        const double per = rm ? (double)dla_tensor_numel(y) / (double)dla_tensor_numel(rm) : 1;
+        if (st == DLA_OK)
+            st = mean_of(dla_square(d), rm, steps * per, rmse);
         *rmse = sqrt(*rmse);
     }
     return st;
@@ -1043,7 +1064,10 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
      * hot zeros, passed over by check_ds_batch). Padded with
      * SequencePaddingValue, its default 0 trained every padded step as
      * class 0, in silence. */
-    const int nan_pad = ds_per_step && !align;
+    const int nan_responses = dst && ds_fmts[1] && strchr(ds_fmts[1], 'T') && !align &&
+                              !ds_per_step && !ds_classify && (!tr->loss || tr->loss->name);
+    const int nan_pad = (ds_per_step && !align) || nan_responses;
+    tr->nan_steps |= nan_responses;
     dla_status st = dla__mbq_create_counted(dst ? 1 : 2, in, &mo, align, nan_pad, q);
     if (st != DLA_OK) {
         char msg[1024];
@@ -1252,8 +1276,9 @@ static dla_status validate(trainer *tr, double *loss, double *acc, double *rmse)
             const double aw = aover >= 0 ? aover : nb;
             sa += aw > 0 ? a * aw : 0;
             acount += aw;
-            double ne = seq ? tr->mask_steps * (double)dla_tensor_numel(y) / (double)dla_tensor_numel(m)
-                            : (double)dla_tensor_numel(y);
+            double ne = seq    ? tr->mask_steps * (double)dla_tensor_numel(y) / (double)dla_tensor_numel(m)
+                        : held ? lw * (double)dla_tensor_numel(y) / (double)dla_tensor_numel(held)
+                               : (double)dla_tensor_numel(y);
             sr += r * r * ne;
             count += nb;
             elems += ne;
