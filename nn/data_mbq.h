@@ -31,9 +31,10 @@ dla_status dla__mbq_set_worker(dla_mbq *q, int workers, int worker);
  * none), checked as each is joined: DLA_ERR_SHAPE from dla_mbq_next naming
  * the observation. With nan_pad_targets, a datastore's sequence outputs
  * after its first (the targets, cast to single or double) are padded with
- * NaN, not the padding value: class numbers per step whose steps are not
- * their predictors', which the predictors' mask does not cover, so that a
- * padded step is no class whatever SequencePaddingValue is. */
+ * NaN, not the padding value: class numbers or responses per step whose
+ * steps are not their predictors', which the predictors' mask does not
+ * cover, so that a padded step is no class, and no target, whatever
+ * SequencePaddingValue is. */
 dla_status dla__mbq_create_counted(int ninputs, const dla_mbq_input *inputs,
                                    const dla_mbq_options *opts, int align_steps,
                                    int nan_pad_targets, dla_mbq **out);

@@ -54,6 +54,11 @@ typedef struct trainer {
     /* The targets are sequences of their own: target_sequences, or a
      * datastore's class numbers per step. */
     int seq_targets;
+    /* Response targets per step that their predictors' padding mask does
+     * not fit (an output of other steps than its input) come padded with
+     * NaN, the steps that are not NaN being the ones with a target (a
+     * built-in loss; a custom one sees SequencePaddingValue there). */
+    int nan_steps;
     /* The longest sequence of the training data [0] and of the validation
      * (or testnet's) data [1]: 0 for other data (align_targets). */
     int64_t longest[2];
@@ -146,6 +151,30 @@ static void say_ctx(void *ctx, const char *text)
 
 /* ------------------------------------------------------------------- loss */
 
+/* The built-in loss name of y and t over the steps of m (1 x B x T) alone,
+ * summed, not normalized; and (per) how many of y's elements a step of m
+ * stands for in the loss's count: its channels (and any S dims), but one
+ * a step for "crossentropy", which is normalized by non-channel elements. */
+static dla_tensor *masked_loss_sum(const char *name, dla_tensor *y, dla_tensor *t, dla_tensor *m,
+                                   double *per)
+{
+    const int c = dla_tensor_find_dim(y, 'C');
+    const int ce = !strcmp(name, "crossentropy");
+    *per = (double)dla_tensor_numel(y) / (double)dla_tensor_numel(m);
+    if (ce && c)
+        *per /= (double)dla_tensor_dim(y, c);
+    if (ce || !strcmp(name, "binary-crossentropy")) {
+        const dla_crossentropy_options o = {.mask = m, .normalization_factor = "none"};
+        return ce ? dla_crossentropy(y, t, &o) : dla_binary_crossentropy(y, t, &o);
+    }
+    if (!strcmp(name, "huber"))
+        return dla_huber(y, t, &(dla_huber_options){.mask = m, .normalization_factor = "none"});
+    const dla_regression_loss_options o = {.mask = m, .normalization_factor = "none"};
+    return !strcmp(name, "mse") || !strcmp(name, "mean-squared-error") || !strcmp(name, "l2loss")
+               ? dla_l2loss(y, t, &o)
+               : dla_l1loss(y, t, &o);
+}
+
 /* MATLAB trainnet's lossFcn names, normalized as its table says:
  * "crossentropy" by the output's non-channel elements (N, or N x T for
  * sequences, N x H x W for images), the others by all its elements (N x
@@ -158,25 +187,9 @@ static dla_tensor *builtin_loss(const char *name, dla_tensor *y, dla_tensor *t, 
                                 double steps)
 {
     if (m) {
-        const int c = dla_tensor_find_dim(y, 'C');
-        const int ce = !strcmp(name, "crossentropy");
-        /* Elements of y per step: channels (and any S dims) of each. */
-        double count = steps * (double)dla_tensor_numel(y) / (double)dla_tensor_numel(m);
-        if (ce && c)
-            count /= (double)dla_tensor_dim(y, c);
-        dla_tensor *sum;
-        if (ce || !strcmp(name, "binary-crossentropy")) {
-            const dla_crossentropy_options o = {.mask = m, .normalization_factor = "none"};
-            sum = ce ? dla_crossentropy(y, t, &o) : dla_binary_crossentropy(y, t, &o);
-        } else if (!strcmp(name, "huber")) {
-            sum = dla_huber(y, t, &(dla_huber_options){.mask = m, .normalization_factor = "none"});
-        } else {
-            const dla_regression_loss_options o = {.mask = m, .normalization_factor = "none"};
-            sum = !strcmp(name, "mse") || !strcmp(name, "mean-squared-error") ||
-                          !strcmp(name, "l2loss")
-                      ? dla_l2loss(y, t, &o)
-                      : dla_l1loss(y, t, &o);
-        }
+        double per;
+        dla_tensor *sum = masked_loss_sum(name, y, t, m, &per);
+        const double count = steps * per;
         return count > 0 ? dla_affine(sum, 1.0 / count, 0.0) : sum;
     }
     if (!strcmp(name, "crossentropy")) {
@@ -224,6 +237,53 @@ static dla_tensor *mask_for(const trainer *tr, dla_tensor *y)
     return steps_of(y, tr->mask) ? tr->mask : NULL;
 }
 
+/* Whether y's targets are class numbers per step that the batch's padding
+ * mask does not fit (an output of other steps than its input, a stride-2
+ * convolution over T; or no step padded): their padding holds no class
+ * (one-hot zeros, training.md), and the steps that hold one stand in for
+ * the mask, the loss and the accuracy being means over them. */
+static int by_class_steps(const trainer *tr, dla_tensor *y)
+{
+    return ((tr->classify && tr->seq_targets) || (!tr->classify && tr->nan_steps)) &&
+           !mask_for(tr, y) && dla_tensor_find_dim(y, 'C') && dla_tensor_find_dim(y, 'T');
+}
+
+/* The steps of t (targets of y's dims) that hold a target, logical 1 x B x
+ * T, when by_class_steps: one-hot targets with a class, responses not NaN
+ * (tr->nan_steps); else NULL. */
+static dla_tensor *class_steps_of(const trainer *tr, dla_tensor *y, dla_tensor *t)
+{
+    if (!by_class_steps(tr, y))
+        return NULL;
+    const int64_t along = dla_tensor_find_dim(t, 'C');
+    dla_tensor *zero = dla_tensor_to_device(dla_zeros(dla_tensor_dtype(t), "", 0, NULL),
+                                            dla_tensor_device(t));
+    if (!tr->classify)
+        return dla_eq(dla_sum(dla_cast(dla_ne(t, t), dla_tensor_dtype(t)), 1, &along), zero);
+    return dla_gt(dla_sum(t, 1, &along), zero);
+}
+
+/* The built-in loss over the steps that hold a class (held), normalized
+ * by their count, on the device. It was normalized by every step of the
+ * batch, those of no class too, so testnet's and validation's
+ * cross-entropy moved with MiniBatchSize (a batch padded to its longest
+ * sequence divided by more steps) and was none of the means over the
+ * data's steps that the accuracy is. */
+static dla_tensor *builtin_loss_by_class_steps(const char *name, dla_tensor *y, dla_tensor *t,
+                                               dla_tensor *held)
+{
+    const dla_dtype dt = dla_tensor_dtype(y);
+    dla_tensor *m = dla_cast(held, dt);
+    double per, one = 1;
+    dla_tensor *sum = masked_loss_sum(name, y, t, m, &per);
+    dla_tensor *count = dla_reshape(dla_affine(dla_sum(m, 0, NULL), per, 0.0), "", DLA_DIMS(1, 1));
+    /* No step holds a class: the sum of nothing, 0, over 1. */
+    dla_tensor *at_least = dla_tensor_to_device(
+        dla_cast(dla_tensor_from_host(&one, DLA_F64, "", DLA_DIMS(1, 1)), dt),
+        dla_tensor_device(y));
+    return dla_div(sum, dla_max2(count, at_least));
+}
+
 /* Whether the batch's figures of y are means over its valid steps (the
  * metrics), and its loss too (a built-in loss: a custom one's
  * normalization is its own): weighted by them where batches are combined
@@ -237,7 +297,7 @@ static int metrics_by_steps(const trainer *tr, dla_tensor *y)
 
 static int loss_by_steps(const trainer *tr, dla_tensor *y)
 {
-    return tr->loss->name && metrics_by_steps(tr, y);
+    return tr->loss->name && (metrics_by_steps(tr, y) || by_class_steps(tr, y));
 }
 
 /* The loss of y against t, a scalar; owned by the current scope. */
@@ -247,7 +307,9 @@ static dla_status loss_of(const trainer *tr, dla_tensor *y, dla_tensor *t, dla_t
     dla_status st;
     *loss = NULL;
     if (l->name) {
-        *loss = builtin_loss(l->name, y, t, mask_for(tr, y), tr->mask_steps);
+        dla_tensor *held = class_steps_of(tr, y, t);
+        *loss = held ? builtin_loss_by_class_steps(l->name, y, t, held)
+                     : builtin_loss(l->name, y, t, mask_for(tr, y), tr->mask_steps);
         st = dla_tensor_status(*loss);
     } else if (l->accel) {
         st = dla_accel_call(l->accel, l->ctx, 2, (dla_tensor *[]){y, t}, 1, loss);
@@ -350,12 +412,9 @@ static dla_status metrics_of(const trainer *tr, dla_tensor *y, dla_tensor *t, do
          * the steps that hold a class count. */
         dla_tensor *am = m;
         double count = tr->mask_steps;
-        const int tc = dla_tensor_find_dim(t, 'C');
-        if (!m && tr->classify && tr->seq_targets && tc && dla_tensor_find_dim(t, 'T')) {
-            const int64_t along = tc;
-            dla_tensor *sum = dla_sum(t, 1, &along);
-            am = dla_gt(sum, dla_tensor_to_device(dla_zeros(dla_tensor_dtype(sum), "", 0, NULL),
-                                                  dla_tensor_device(sum)));
+        dla_tensor *held = class_steps_of(tr, y, t);
+        if (held) {
+            am = held;
             st = scalar_of(dla_sum(dla_cast(am, DLA_F64), 0, NULL), &count);
             if (acc_over)
                 *acc_over = count;
@@ -366,8 +425,21 @@ static dla_status metrics_of(const trainer *tr, dla_tensor *y, dla_tensor *t, do
     }
     if (st == DLA_OK && (tr->metrics & DLA__METRIC_RMSE)) {
         dla_tensor *d = dla_sub(y, dla_cast(t, dla_tensor_dtype(y)));
-        const double per = m ? (double)dla_tensor_numel(y) / (double)dla_tensor_numel(m) : 1;
-        st = mean_of(dla_square(d), m, tr->mask_steps * per, rmse);
+        dla_tensor *rm = m;
+        double steps = tr->mask_steps;
+        /* Responses per step padded with NaN: the steps with a target
+         * alone (their NaN errors put to 0, not multiplied by it). */
+        dla_tensor *held = tr->classify ? NULL : class_steps_of(tr, y, t);
+        if (held) {
+            rm = held;
+            d = dla_where(held, d,
+                          dla_tensor_to_device(dla_zeros(dla_tensor_dtype(d), "", 0, NULL),
+                                               dla_tensor_device(d)));
+            st = scalar_of(dla_sum(dla_cast(held, DLA_F64), 0, NULL), &steps);
+        }
+        const double per = rm ? (double)dla_tensor_numel(y) / (double)dla_tensor_numel(rm) : 1;
+        if (st == DLA_OK)
+            st = mean_of(dla_square(d), rm, steps * per, rmse);
         *rmse = sqrt(*rmse);
     }
     return st;
@@ -992,7 +1064,10 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
      * hot zeros, passed over by check_ds_batch). Padded with
      * SequencePaddingValue, its default 0 trained every padded step as
      * class 0, in silence. */
-    const int nan_pad = ds_per_step && !align;
+    const int nan_responses = dst && ds_fmts[1] && strchr(ds_fmts[1], 'T') && !align &&
+                              !ds_per_step && !ds_classify && (!tr->loss || tr->loss->name);
+    const int nan_pad = (ds_per_step && !align) || nan_responses;
+    tr->nan_steps |= nan_responses;
     dla_status st = dla__mbq_create_counted(dst ? 1 : 2, in, &mo, align, nan_pad, q);
     if (st != DLA_OK) {
         char msg[1024];
@@ -1158,7 +1233,7 @@ static dla_status validate(trainer *tr, double *loss, double *acc, double *rmse)
             saved[i] = dla_tensor_retain(dla_table_value(dla_net_state(tr->net), i));
         st = dla_net_reset_state(tr->net);
     }
-    double sl = 0, sa = 0, sr = 0, count = 0, elems = 0, acount = 0;
+    double sl = 0, sa = 0, sr = 0, count = 0, elems = 0, acount = 0, lcount = 0;
     /* The training batch's mask (L-BFGS keeps its one) comes back after. */
     dla_tensor *train_mask = tr->mask;
     const double train_steps = tr->mask_steps;
@@ -1186,7 +1261,14 @@ static dla_status validate(trainer *tr, double *loss, double *acc, double *rmse)
              * over every valid step; any other its observations. */
             const int seq = steps_of(y, m);
             double nb = seq ? tr->mask_steps : (double)dla_tensor_dim(y, obs_dim(y));
-            sl += lv * nb;
+            /* A loss over the steps that hold a class weighs them, as the
+             * accuracy does. */
+            double lw = nb;
+            dla_tensor *held = class_steps_of(tr, y, t);
+            if (held)
+                st = scalar_of(dla_sum(dla_cast(held, DLA_F64), 0, NULL), &lw);
+            sl += lw > 0 ? lv * lw : 0;
+            lcount += lw;
             /* An accuracy over the steps that hold a class weighs them
              * (the batches' accuracies weighted by observations were not
              * the whole data's, nor testnet's); a batch without one adds
@@ -1194,8 +1276,9 @@ static dla_status validate(trainer *tr, double *loss, double *acc, double *rmse)
             const double aw = aover >= 0 ? aover : nb;
             sa += aw > 0 ? a * aw : 0;
             acount += aw;
-            double ne = seq ? tr->mask_steps * (double)dla_tensor_numel(y) / (double)dla_tensor_numel(m)
-                            : (double)dla_tensor_numel(y);
+            double ne = seq    ? tr->mask_steps * (double)dla_tensor_numel(y) / (double)dla_tensor_numel(m)
+                        : held ? lw * (double)dla_tensor_numel(y) / (double)dla_tensor_numel(held)
+                               : (double)dla_tensor_numel(y);
             sr += r * r * ne;
             count += nb;
             elems += ne;
@@ -1213,7 +1296,7 @@ static dla_status validate(trainer *tr, double *loss, double *acc, double *rmse)
         dla_free(saved);
     }
     if (st == DLA_OK && count > 0) {
-        *loss = sl / count;
+        *loss = sl / lcount;
         if (tr->metrics & DLA__METRIC_ACCURACY)
             *acc = sa / acount;
         if (tr->metrics & DLA__METRIC_RMSE)
@@ -1505,8 +1588,16 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *m, dla_tensor 
         st = use_mask(tr, m, dla_tensor_dtype(x));
     /* In parallel with overlapped reductions, the workers agree on the
      * batch's sizes first: the weights go into the buckets as they start. */
-    st = dla__train_par_prestep(&tr->par, st, tr->net, dla_tensor_dim(x, obs_dim(x)),
-                                tr->mask_steps, nl);
+    /* Whose loss is a mean over the steps that hold a class (the targets
+     * have the output's dims) weighs them: their count, read only where
+     * workers combine. */
+    double steps = tr->mask_steps;
+    if (st == DLA_OK && tr->par.on && tr->par.size > 1 && tr->loss->name) {
+        dla_tensor *held = class_steps_of(tr, tl, tl);
+        if (held)
+            st = scalar_of(dla_sum(dla_cast(held, DLA_F64), 0, NULL), &steps);
+    }
+    st = dla__train_par_prestep(&tr->par, st, tr->net, dla_tensor_dim(x, obs_dim(x)), steps, nl);
     /* In parallel, the share's place in the batch, so that its random
      * draws (dropout) are one process's. */
     if (tr->par.on && tr->par.size > 1) {

@@ -730,12 +730,12 @@ static void test_classes_per_step_that_do_not_fit_are_refused(void **state)
 /* Observation i: a 2 x 1 x 8 sequence and its targets at every other
  * step (what a stride-2 convolution over T gives): 1 x 1 x 4, responses
  * or (ctx 1) int32 class numbers; ctx 2: class numbers, odd observations
- * 10 steps long (5 targets). */
+ * 10 steps long (5 targets); ctx 3: responses, of those lengths. */
 static dla_status halved_read_at(void *ctx, int64_t i, int n, dla_tensor **out)
 {
     (void)n;
     const int how = *(const int *)ctx;
-    const int64_t len = how == 2 && i % 2 ? 10 : 8;
+    const int64_t len = how >= 2 && i % 2 ? 10 : 8;
     float x[20], y[5];
     int32_t c[5];
     for (int k = 0; k < 20; k++)
@@ -745,9 +745,83 @@ static dla_status halved_read_at(void *ctx, int64_t i, int n, dla_tensor **out)
         y[k] = 0.5f * (float)c[k];
     }
     out[0] = dla_tensor_from_host(x, DLA_F32, "", DLA_DIMS(2, 1, len));
-    out[1] = how ? dla_tensor_from_host(c, DLA_I32, "", DLA_DIMS(1, 1, len / 2))
-                 : dla_tensor_from_host(y, DLA_F32, "", DLA_DIMS(1, 1, len / 2));
+    out[1] = how == 1 || how == 2 ? dla_tensor_from_host(c, DLA_I32, "", DLA_DIMS(1, 1, len / 2))
+                                  : dla_tensor_from_host(y, DLA_F32, "", DLA_DIMS(1, 1, len / 2));
     return DLA_OK;
+}
+
+/* Responses per step of an output of other steps than its input, of two
+ * lengths: the padded steps of the shorter targets (no mask covers them)
+ * held SequencePaddingValue and counted in the loss and the RMSE, so the
+ * network was trained towards the padding value there, and testnet's mse
+ * moved with MiniBatchSize and the padding value (0.638 in batches of 1,
+ * 0.614 in larger ones, 2.84 with the padding value 5, for 0.682 by
+ * hand). They are padded with NaN and left out: means over the steps with
+ * a target. */
+static void test_responses_of_an_output_with_other_steps_than_its_input(void **state)
+{
+    (void)state;
+    enum { N = 8 };
+    int how = 3;
+    dla_rng_seed(3);
+    const dla_sequence_input_options eight = {.min_length = 8};
+    dla_layer *l[] = {dla_sequence_input_layer(2, &eight),
+                      dla_conv1d_layer(2, 4, &(dla_conv_layer_options){.stride = {2}}),
+                      dla_relu_layer(NULL), dla_fc_layer(1, NULL)};
+    dla_net *net = dla_net_create(4, l), *trained[2];
+    assert_non_null(net);
+    dla_datastore *ds;
+    assert_ok(dla_custom_datastore_create(
+        &(dla_custom_datastore){.num_outputs = 2, .num_observations = N,
+                                .read_at = halved_read_at, .ctx = &how},
+        &ds));
+    dla_train_data d = {.datastore = ds};
+    /* Trained alike whatever the padding value. */
+    dla_training_info *info[2];
+    for (int k = 0; k < 2; k++) {
+        dla_training_options o = {.verbose = -1, .max_epochs = 2, .mini_batch_size = 4,
+                                  .shuffle = "never", .sequence_padding_value = k ? 5 : 0};
+        assert_ok(dla_trainnet(&d, net, &(dla_train_loss){.name = "mse"}, &o, &trained[k],
+                               &info[k]));
+    }
+    assert_int_equal(info[1]->iterations, info[0]->iterations);
+    for (int64_t i = 0; i < info[0]->iterations; i++)
+        tu_assert_near(info[1]->training_loss[i], info[0]->training_loss[i], 0);
+    /* testnet's mse and RMSE: the mean over the 36 steps with a target. */
+    dla_scope_begin();
+    dla_tensor *scores;
+    assert_ok(dla_minibatchpredict(trained[0], &d, NULL, &scores));
+    const int64_t n = dla_tensor_numel(scores);
+    float *sc = malloc(sizeof *sc * (size_t)n);
+    assert_non_null(sc);
+    assert_ok(dla_tensor_to_host(scores, sc, sizeof *sc * (size_t)n));
+    double se = 0;
+    int steps = 0;
+    for (int64_t i = 0; i < N; i++)
+        for (int64_t st = 0; st < (i % 2 ? 5 : 4); st++, steps++) {
+            const double e = sc[i + N * st] - 0.5 * (double)((st + i) % 3);
+            se += e * e;
+        }
+    free(sc);
+    const double mse = se / steps;
+    for (int64_t mb = 1; mb <= N; mb++)
+        for (int k = 0; k < 2; k++) {
+            double v[2];
+            assert_ok(dla_testnet(trained[0], &d, "mse,rmse",
+                                  &(dla_predict_options){.mini_batch_size = mb,
+                                                         .sequence_padding_value = k ? 5 : 0},
+                                  v));
+            if (!(fabs(v[0] - mse) <= 1e-6 * mse) || !(fabs(v[1] * v[1] - mse) <= 1e-6 * mse))
+                fail_msg("MiniBatchSize %lld, padding %d: mse %.9g, rmse^2 %.9g, by hand %.9g",
+                         (long long)mb, k ? 5 : 0, v[0], v[1] * v[1], mse);
+        }
+    dla_scope_end();
+    for (int k = 0; k < 2; k++) {
+        dla_training_info_free(info[k]);
+        dla_net_free(trained[k]);
+    }
+    dla_net_free(net);
+    dla_datastore_free(ds);
 }
 
 /* A network whose output has half its input's steps (a convolution of
@@ -864,12 +938,15 @@ static void test_targets_of_an_output_with_other_steps_than_its_input(void **sta
             assert_ok(dla_tensor_to_host(scores, sc, bytes));
             const int64_t nt = dla_tensor_dim(scores, 3);
             int hits = 0, steps = 0;
+            double ce = 0;
             for (int64_t i = 0; i < N; i++)
                 for (int64_t st = 0; st < (i % 2 ? 5 : 4); st++, steps++) {
                     const float *p = sc + 3 * (i + N * st);
                     const int best = p[1] > p[0] ? (p[2] > p[1] ? 2 : 1) : (p[2] > p[0] ? 2 : 0);
                     hits += best == (int)((st + i) % 3);
+                    ce -= log((double)p[(st + i) % 3]);
                 }
+            ce /= steps;
             free(sc);
             dla_tensor_release(scores);
             assert_true(nt >= 5);
@@ -880,6 +957,19 @@ static void test_targets_of_an_output_with_other_steps_than_its_input(void **sta
                                                              .sequence_padding_value = pads[k]},
                                       &acc));
                 tu_assert_near(acc, 100.0 * hits / steps, 1e-9);
+            }
+            /* Its cross-entropy is a mean over the same steps: it was
+             * divided by every step of each batch, those of no class too,
+             * so it moved with MiniBatchSize (1.1031 in batches of 1,
+             * 0.9887 in larger ones, padded to 5 steps, for 1.0986 by
+             * hand). */
+            for (int64_t mb = 1; mb <= N; mb++) {
+                double v;
+                assert_ok(dla_testnet(net, &(dla_train_data){.datastore = varied}, "crossentropy",
+                                      &(dla_predict_options){.mini_batch_size = mb}, &v));
+                if (!(fabs(v - ce) <= 1e-6 * ce))
+                    fail_msg("MiniBatchSize %lld: crossentropy %.9g, by hand %.9g", (long long)mb,
+                             v, ce);
             }
             /* So is trainnet's validation accuracy, in batches of 3
              * holding 13, 14 and 9 such steps: the batches' accuracies
@@ -892,6 +982,8 @@ static void test_targets_of_an_output_with_other_steps_than_its_input(void **sta
             dla_training_info *iv;
             assert_ok(dla_trainnet(&vd, net, &loss, &ov, &b, &iv));
             tu_assert_near(iv->final_validation_accuracy, 100.0 * hits / steps, 1e-9);
+            if (!(fabs(iv->final_validation_loss - ce) <= 1e-6 * ce))
+                fail_msg("validation loss %.9g, by hand %.9g", iv->final_validation_loss, ce);
             /* testnet's batches of 3 likewise (the same evaluation). */
             double acc3;
             assert_ok(dla_testnet(net, &vd, "accuracy",
@@ -1137,6 +1229,7 @@ int main(void)
         TU_TEST(test_trainnet_classes_per_step_from_a_datastore),
         TU_TEST(test_classes_per_step_that_do_not_fit_are_refused),
         TU_TEST(test_targets_of_an_output_with_other_steps_than_its_input),
+        TU_TEST(test_responses_of_an_output_with_other_steps_than_its_input),
         TU_TEST(test_integer_response_sequences_take_any_padding_value),
         TU_TEST(test_trainnet_over_sequences_with_targets_in_memory),
         TU_TEST(test_trainnet_parallel_over_sequences_of_a_datastore),

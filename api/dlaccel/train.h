@@ -377,7 +377,10 @@ typedef struct dla_train_data {
  *         response). With sequence-to-sequence outputs of padded
  *         sequences, padded time steps are masked out, as MATLAB's: the
  *         loss is the mean over the valid steps (their elements), and the
- *         accuracy and RMSE are over them too (docs/training.md).
+ *         accuracy and RMSE are over them too (docs/training.md). Class
+ *         numbers (and responses) per step of an output of other steps
+ *         than its input are padded with no class (NaN): the loss, the
+ *         accuracy and the RMSE are means over the steps that hold one.
  *   fn:   a custom loss: called as fn(ctx, 2, {Y, T}, 1, &loss) with the
  *         network's output Y and the mini-batch's targets T (one-hot for
  *         class targets), padded steps included (no mask is passed: a
