@@ -436,7 +436,8 @@ DLA_API dla_tensor *dla_mean(dla_tensor *x, int ndims, const int64_t *dims);
 /* max and min: a NaN among the reduced elements makes the result NaN
  * (MATLAB's max skips NaN by default; dla_max2 of two tensors does). The
  * gradient is shared evenly among the elements that attain the result
- * (two tied maxima get half each), and is NaN throughout a slice whose
+ * (two tied maxima get half each; the others get 0, even where the
+ * result's gradient is infinite), and is NaN throughout a slice whose
  * result is NaN. Over a dim of no elements the result has size 0 there,
  * as MATLAB's: the max of a 0x3 along dim 1 is 0x3 (its sum is 1x3
  * zeros, its mean 1x3 NaN). */

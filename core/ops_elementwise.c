@@ -12,6 +12,7 @@
 #include "core/ops.h"
 #include "core/tensor.h"
 
+#include <math.h>
 #include <string.h>
 
 static int is_float(dla_dtype d) { return d == DLA_F32 || d == DLA_F64; }
@@ -194,11 +195,15 @@ static dla_status binary_backward(const dla__node *n, dla_tensor *const *gout, d
     case DLA_BINARY_MIN: {
         /* The forward picks a when a >= b (a <= b), ties included, and
          * when b is NaN (NaN is skipped, as MATLAB's max does): the
-         * gradient goes where the value came from, never to a NaN. */
-        dla_tensor *ma = dla_add(mask_of(kop == DLA_BINARY_MAX ? DLA_BINARY_GE : DLA_BINARY_LE, a, b),
-                                 mask_of(DLA_BINARY_NE, b, b));
-        ga = n->need[0] ? dla_mul(g, ma) : NULL;
-        gb = n->need[1] ? dla_mul(g, dla_affine(ma, -1.0, 1.0)) : NULL;
+         * gradient goes where the value came from, to a where z equals
+         * a (to b when both are NaN), never to a skipped NaN. It is picked, not multiplied by a 0/1 mask:
+         * g .* 0 was NaN where g is infinite (sqrt(max(x, 0)) at x < 0
+         * gave x the gradient NaN, not 0). step(g) over +Inf is a zero
+         * of g's shape whatever g holds. */
+        dla_tensor *from_a = dla__compare(DLA_BINARY_EQ, z, a);
+        dla_tensor *zero = dla__unary(DLA_UNARY_STEP, g, INFINITY, 0.0);
+        ga = n->need[0] ? dla_where(from_a, g, zero) : NULL;
+        gb = n->need[1] ? dla_where(from_a, zero, g) : NULL;
         break;
     }
     case DLA_BINARY_POW:
@@ -291,11 +296,14 @@ static dla_tensor *unary(dla_unary_op kop, dla_tensor *x, double alpha, double b
 
 /* --------------------------------------------------------- relu's mask */
 
-/* relu's gradient g .* step(y), from relu's result y (step(relu(x)) is
- * step(x) bit for bit: relu keeps exactly the positive elements). One
- * fused pass where the device has the fused kernel, the step and the
- * product otherwise. Its own gradient: the mask again for g, nothing for
- * y (a step is flat almost everywhere). */
+/* relu's gradient, g where y > 0 and 0 elsewhere, from relu's result y
+ * (step(relu(x)) is step(x) bit for bit: relu keeps exactly the positive
+ * elements). Picked, not multiplied as g .* step(y): where relu is flat
+ * an infinite g (sqrt(relu(x)) at x < 0, whose sqrt' is Inf at 0) made
+ * Inf * 0, a NaN that spread to every weight, for a gradient that is 0.
+ * One fused pass where the device has the fused kernel; the step, its
+ * logical and the ternary where otherwise. Its own gradient: the same
+ * pick for g, nothing for y (a step is flat almost everywhere). */
 static dla_status relu_grad_forward(const void *attrs, dla_tensor *const *in, int nin,
                                     dla_tensor **out, dla_tensor **saved)
 {
@@ -324,20 +332,32 @@ static dla_status relu_grad_forward(const void *attrs, dla_tensor *const *in, in
         dla__view_of(g, &p.inputs[0]);
         dla__view_of(y, &p.inputs[1]);
         p.insns[0] = (dla_fused_insn){.kind = DLA_FUSED_UNARY, .op = DLA_UNARY_STEP, .src = {-2}};
-        p.insns[1] = (dla_fused_insn){.kind = DLA_FUSED_BINARY, .op = DLA_BINARY_MUL,
-                                      .src = {-1, 0}};
+        /* step ? g : step, the step being 0 where it is false. */
+        p.insns[1] = (dla_fused_insn){.kind = DLA_FUSED_WHERE, .src = {0, -1, 0}};
         dla__view_of(z, &p.y);
         st = dla__k_fused(dev, &p);
     } else {
-        dla_unary_args s = {.struct_size = sizeof s, .op = DLA_UNARY_STEP};
-        dla_binary_args m = {.struct_size = sizeof m, .op = DLA_BINARY_MUL};
-        dla__view_of(z, &s.y);
-        dla__view_of(y, &s.x);
-        m.z = m.b = s.y;
-        dla__view_of(g, &m.a);
-        st = dla__k_unary(dev, &s);
+        /* The same pick: s = step(y), c = logical(s), z = c ? g : s. */
+        dla_tensor *s = dla__tensor_alloc(op, dev, g->dtype, "", g->ndims, g->dims);
+        dla_tensor *c = s ? dla__tensor_alloc(op, dev, DLA_BOOL, "", g->ndims, g->dims) : NULL;
+        st = c ? DLA_OK : dla_last_status();
+        dla_unary_args u = {.struct_size = sizeof u, .op = DLA_UNARY_STEP};
+        dla_ternary_args w = {.struct_size = sizeof w, .op = DLA_TERNARY_WHERE};
+        if (st == DLA_OK) {
+            dla__view_of(s, &u.y);
+            dla__view_of(y, &u.x);
+            dla__view_of(c, &w.cond);
+            dla__view_of(g, &w.a);
+            w.b = u.y;
+            dla__view_of(z, &w.z);
+            st = dla__k_unary(dev, &u);
+        }
         if (st == DLA_OK)
-            st = dla__k_binary(dev, &m);
+            st = dla__k_cast(dev, &w.cond, &u.y);
+        if (st == DLA_OK)
+            st = dla__k_ternary(dev, &w);
+        dla_tensor_release(c);
+        dla_tensor_release(s);
     }
     if (st != DLA_OK) {
         dla_tensor_release(z);

@@ -10,6 +10,8 @@
 #include "core/ops.h"
 #include "core/tensor.h"
 
+#include <math.h>
+
 typedef struct reduce_attrs {
     dla_reduce_op op;
     int ndims;           /* 0: all dims */
@@ -82,9 +84,16 @@ static dla_status reduce_backward(const dla__node *n, dla_tensor *const *gout, d
         break;
     }
     default: { /* max, min: shared evenly among the elements that attain it */
-        dla_tensor *hit = dla_cast(dla__compare(DLA_BINARY_EQ, x, y), x->dtype);
-        dla_tensor *share = dla_div(g, dla_sum(hit, a->ndims, a->dims));
-        gin[0] = dla_mul(hit, share);
+        dla_tensor *hit = dla__compare(DLA_BINARY_EQ, x, y);
+        dla_tensor *count = dla_sum(dla_cast(hit, x->dtype), a->ndims, a->dims);
+        dla_tensor *share = dla_div(g, count);
+        /* Picked, not hit .* share: an infinite g (sqrt of a max that is
+         * 0) made Inf * 0, NaN, for the elements the result does not
+         * depend on, whose gradient is 0. The other side is 0 / count
+         * (step over +Inf is 0 for any count): 0, and NaN throughout a
+         * slice whose result is NaN (no hit). */
+        gin[0] = dla_where(hit, share,
+                           dla_div(dla__unary(DLA_UNARY_STEP, count, INFINITY, 0.0), count));
         break;
     }
     }

@@ -685,6 +685,77 @@ static void test_max_and_min_send_no_gradient_to_a_nan_they_skipped(void **state
     dla_scope_end();
 }
 
+/* L = sum(sqrt(relu(x))) + sum(sqrt(max2(x, z1))) + sum(sqrt(-min2(-x, z2))),
+ * z1 and z2 zeros */
+static dla_status flat_side_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                 dla_tensor **out)
+{
+    dla_tensor *x = in[0];
+    dla_tensor *l = dla_add(dla_add(dla_sum(dla_sqrt(dla_relu(x)), 0, NULL),
+                                    dla_sum(dla_sqrt(dla_max2(x, in[1])), 0, NULL)),
+                            dla_sum(dla_sqrt(dla_neg(dla_min2(dla_neg(x), in[2]))), 0, NULL));
+    out[0] = l;
+    return dla_gradient(l, 3, in, out + 1);
+}
+
+static void test_an_infinite_gradient_stays_off_the_flat_side_of_relu_max_and_min(void **state)
+{
+    /* sqrt(relu(x)) is 0 for every x < 0, so its gradient there is 0; but
+     * sqrt' is Inf at 0, and relu, max2 and min2 multiplied it by their
+     * 0/1 masks: Inf * 0, a NaN that a training step spreads to every
+     * weight (the sqrt(max(d2, 0)) of a distance). They pick it instead. */
+    dla_scope_begin();
+    const double x[4] = {-1, 4, -0.25, 0};
+    dla_tensor *in[3] = {dla_tensor_from_host(x, DLA_F64, "", DLA_DIMS(4)),
+                         dla_zeros(DLA_F64, "", DLA_DIMS(4)), dla_zeros(DLA_F64, "", DLA_DIMS(4))};
+    dla_tensor *out[4];
+    assert_int_equal(dla_feval(flat_side_loss, NULL, 3, in, 4, out), DLA_OK);
+    /* x = 4: 1/(2 sqrt(4)) from each of the three terms; x = 0: relu gives
+     * 0 (relu' is 0 at 0), max2 and min2 pick x on the tie, Inf each. */
+    const double want[3][4] = {{0, 0.75, 0, INFINITY},
+                               {INFINITY, 0, INFINITY, 0},
+                               {-INFINITY, 0, -INFINITY, 0}};
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < 4; i++) {
+            double g = dla_tensor_item(out[1 + k], i);
+            if (!(g == want[k][i]))
+                fail_msg("x = %g: the gradient of input %d is %g (want %g)", x[i], k, g,
+                         want[k][i]);
+        }
+    dla_scope_end();
+}
+
+/* L = sum(sqrt(max(x, [], 1))) + sum(sqrt(-min(-x, [], 1))) */
+static dla_status flat_extremes_loss(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                     dla_tensor **out)
+{
+    dla_tensor *x = in[0];
+    dla_tensor *l = dla_add(dla_sum(dla_sqrt(dla_max(x, DLA_DIMS(1))), 0, NULL),
+                            dla_sum(dla_sqrt(dla_neg(dla_min(dla_neg(x), DLA_DIMS(1)))), 0, NULL));
+    out[0] = l;
+    return dla_gradient(l, 1, in, out + 1);
+}
+
+static void test_an_infinite_gradient_of_max_and_min_goes_only_where_they_came_from(void **state)
+{
+    /* The max of the column [-1 0] is 0, where sqrt' is Inf: the -1
+     * gets 0 (the result does not depend on it), not 0 * Inf = NaN; a
+     * column whose max is NaN still gives NaN throughout. */
+    dla_scope_begin();
+    const double x[6] = {-1, 0, 4, -2, 1, NAN};
+    dla_tensor *in = dla_tensor_from_host(x, DLA_F64, "", DLA_DIMS(2, 3));
+    dla_tensor *out[2];
+    assert_int_equal(dla_feval(flat_extremes_loss, NULL, 1, &in, 2, out), DLA_OK);
+    const double want[4] = {0, INFINITY, 0.5, 0};
+    for (int i = 0; i < 4; i++) {
+        double g = dla_tensor_item(out[1], i);
+        if (!(g == want[i]))
+            fail_msg("x = %g: d/dx %g (want %g)", x[i], g, want[i]);
+    }
+    assert_true(isnan(dla_tensor_item(out[1], 4)) && isnan(dla_tensor_item(out[1], 5)));
+    dla_scope_end();
+}
+
 static void test_a_cast_to_single_passes_the_gradient_back_in_double(void **state)
 {
     dla_scope_begin();
@@ -853,6 +924,8 @@ int main(void)
         TU_TEST(test_every_gradient_has_memory_of_its_own),
         TU_TEST(test_powers_of_zero_have_their_limits_as_gradients),
         TU_TEST(test_max_and_min_send_no_gradient_to_a_nan_they_skipped),
+        TU_TEST(test_an_infinite_gradient_stays_off_the_flat_side_of_relu_max_and_min),
+        TU_TEST(test_an_infinite_gradient_of_max_and_min_goes_only_where_they_came_from),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
