@@ -308,7 +308,46 @@ static dla_status forward(const dla__props *p, dla__call *c, int d, int t)
         o.padding_mode = "same";
     else if (!strcmp(p->mode, "causal"))
         o.padding[0][0] = (p->size[0] - 1) * p->dilation[0];
-    c->y = (t ? dla_transpconv : dla_conv)(c->x[0], c->p[0], c->p[1], &o);
+    /* Image sequences ("SCBT", "SSCBT", "SSSCBT", or without "B"), as
+     * MATLAB's layers take them: each time step convolved alone over the
+     * "S" dims. dla_conv (dlconv) refuses "T" beside "S", so the steps
+     * join the batch (B and T are adjacent in canonical order, T last)
+     * and part again after: a view each way, no copy. The layer accepted
+     * these inputs at initialization and then failed in dla_conv. */
+    dla_tensor *x = c->x[0];
+    const char *f = dla_tensor_format(x);
+    const size_t n = strlen(f);
+    int64_t xd[DLA_MAX_DIMS];
+    const int nd = dla_tensor_dims(x, xd);
+    const int seq = n >= 3 && nd == (int)n && f[0] == 'S' && f[n - 1] == 'T';
+    if (!seq) {
+        c->y = (t ? dla_transpconv : dla_conv)(x, c->p[0], c->p[1], &o);
+        return dla_tensor_status(c->y);
+    }
+    const int has_b = f[n - 2] == 'B';
+    char folded[DLA_MAX_DIMS + 2];
+    memcpy(folded, f, n - 1);
+    folded[n - 1] = '\0';
+    if (!has_b)
+        folded[n - 1] = 'B', folded[n] = '\0';
+    int64_t fd[DLA_MAX_DIMS];
+    memcpy(fd, xd, sizeof(int64_t) * (size_t)(n - 1));
+    if (has_b)
+        fd[n - 2] *= xd[n - 1];
+    else
+        fd[n - 1] = xd[n - 1];
+    const int fnd = has_b ? (int)n - 1 : (int)n;
+    dla_tensor *y = (t ? dla_transpconv : dla_conv)(dla_reshape(x, folded, fnd, fd), c->p[0],
+                                                    c->p[1], &o);
+    if (dla_tensor_status(y) != DLA_OK) {
+        c->y = y;
+        return dla_tensor_status(y);
+    }
+    int64_t yd[DLA_MAX_DIMS];
+    dla_tensor_dims(y, yd);
+    if (has_b)
+        yd[n - 2] = xd[n - 2], yd[n - 1] = xd[n - 1];
+    c->y = dla_reshape(y, f, (int)n, yd);
     return dla_tensor_status(c->y);
 }
 

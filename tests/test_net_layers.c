@@ -10,6 +10,7 @@
 
 #include "testutil.h"
 #include "tu_assert.h"
+#include "gradcheck.h"
 
 #include <dlaccel.h>
 #include <math.h>
@@ -480,6 +481,79 @@ static void conv1d_convolves_along_time_and_causal_pads_before(void **state)
     assert_int_equal(dla_tensor_dim(y, 3), 9);
     assert_string_equal(dla_tensor_format(y), "CBT");
     dla_net_free(net);
+    dla_scope_end();
+}
+
+/* One convolution layer named "c" on an image sequence x (its labels end
+ * in "T"): every time step is convolved alone over the "S" dims, as
+ * MATLAB's convolution layers take "SCBT", "SSCBT" and "SSSCBT" data, in
+ * predict and forward, with the layer's weights and bias through
+ * dla_conv (or dla_transpconv) of that step's slice; its gradients in the
+ * learnables are checked against central differences. */
+static void check_steps_alone(dla_layer *l, dla_tensor *x, int transposed,
+                              const dla_conv_options *o)
+{
+    dla_net *net = one(l, x);
+    dla_tensor *w = set_ramp(net, "c", "Weights", 0.05, -0.3);
+    dla_tensor *b = set_ramp(net, "c", "Bias", 0.5, -0.2);
+    dla_tensor *y = predict1(net, x);
+    assert_same(forward1(net, x), y);
+    const char *f = dla_tensor_format(x);
+    assert_string_equal(dla_tensor_format(y), f);
+    const int nd = dla_tensor_ndims(x), tdim = dla_tensor_find_dim(x, 'T');
+    assert_int_equal(tdim, nd);
+    assert_int_equal(dla_tensor_dim(y, tdim), dla_tensor_dim(x, tdim));
+    char step_fmt[DLA_MAX_DIMS + 1];
+    snprintf(step_fmt, sizeof step_fmt, "%.*s", nd - 1, f);
+    for (int64_t t = 0; t < dla_tensor_dim(x, tdim); t++) {
+        int64_t xd[DLA_MAX_DIMS], yd[DLA_MAX_DIMS];
+        dla_tensor_dims(x, xd);
+        dla_tensor_dims(y, yd);
+        dla_tensor *xs = dla_reshape(dla_slice(x, tdim, t, 1, t + 1), step_fmt, nd - 1, xd);
+        dla_tensor *ys = dla_reshape(dla_slice(y, tdim, t, 1, t + 1), step_fmt, nd - 1, yd);
+        dla_tensor *want = (transposed ? dla_transpconv : dla_conv)(xs, w, b, o);
+        if (!(maxdiff(ys, want) <= 1e-12))
+            fail_msg("%s: time step %lld differs from its own convolution by %g", f,
+                     (long long)t, maxdiff(ys, want));
+    }
+    dla_tensor *const in[2] = {w, b};
+    gc_check(gc_run_net, &(gc_net){net, x, 1}, 2, in, (int[]){1, 1}, 1e-6);
+    dla_net_free(net);
+}
+
+static void conv_layers_convolve_each_step_of_an_image_sequence(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    /* Before, the layers took these inputs at initialization and then
+     * failed there in dla_conv: "needs one C dim, at most one B dim and
+     * 1-3 S dims (or one T dim without S)". */
+    dla_conv_options o1 = {.stride = {2}, .padding = {{2}, {0}}};
+    check_steps_alone(dla_conv1d_layer(3, 4, &(dla_conv_layer_options){
+                          .stride = {2}, .padding_mode = "causal", .name = "c"}),
+                      ramp(DLA_F64, "SCBT", DLA_DIMS(7, 2, 3, 4), 0.2, -0.7), 0, &o1);
+    dla_conv_options o2 = {.stride = {1, 2}, .dilation = {2, 1}, .padding_mode = "same"};
+    check_steps_alone(dla_conv2d_layer(2, 3, 3, &(dla_conv_layer_options){
+                          .stride = {1, 2}, .dilation = {2, 1}, .padding_mode = "same",
+                          .name = "c"}),
+                      ramp(DLA_F64, "SSCBT", DLA_DIMS(5, 6, 2, 2, 3), 0.3, -1), 0, &o2);
+    /* Without a "B" dim: the steps are the batch. */
+    dla_conv_options o3 = {.padding = {{1, 0, 1}, {0, 1, 0}}};
+    check_steps_alone(dla_conv3d_layer(2, 2, 2, 2, &(dla_conv_layer_options){
+                          .padding = {1, 0, 0, 1, 1, 0}, .name = "c"}),
+                      ramp(DLA_F64, "SSSCT", DLA_DIMS(3, 4, 3, 2, 3), 0.1, -0.4), 0, &o3);
+    dla_conv_options og = {0};
+    check_steps_alone(dla_grouped_conv2d_layer(2, 2, 2, DLA_CHANNEL_WISE,
+                                               &(dla_conv_layer_options){.name = "c"}),
+                      ramp(DLA_F64, "SSCBT", DLA_DIMS(4, 3, 3, 2, 2), 0.4, -0.9), 0, &og);
+    dla_conv_options ot = {.stride = {2, 3}, .padding_mode = "same"};
+    check_steps_alone(dla_transposed_conv2d_layer(3, 2, 2, &(dla_transposed_conv_layer_options){
+                          .stride = {2, 3}, .cropping_mode = "same", .name = "c"}),
+                      ramp(DLA_F64, "SSCBT", DLA_DIMS(3, 2, 3, 2, 2), 0.2, -0.3), 1, &ot);
+    dla_conv_options ot1 = {.stride = {2}, .padding = {{1}, {0}}};
+    check_steps_alone(dla_transposed_conv1d_layer(3, 2, &(dla_transposed_conv_layer_options){
+                          .stride = {2}, .cropping = {1, 0}, .name = "c"}),
+                      ramp(DLA_F64, "SCT", DLA_DIMS(4, 3, 5), 0.6, -1.1), 1, &ot1);
     dla_scope_end();
 }
 
@@ -2410,6 +2484,7 @@ int main(void)
         TU_TEST(resize3d_and_reference_inputs_are_dla_resize),
         TU_TEST(self_attention_is_projections_around_dla_attention),
         TU_TEST(conv1d_convolves_along_time_and_causal_pads_before),
+        TU_TEST(conv_layers_convolve_each_step_of_an_image_sequence),
         TU_TEST(batchnorm_forward_uses_the_batch_and_predict_the_stored_statistics),
         TU_TEST(activations_match_their_ops),
         TU_TEST(smooth_activations_match_their_ops),

@@ -258,7 +258,11 @@ typedef struct dla_conv_layer_options {
     const char *bias_initializer;
 } dla_conv_layer_options;
 /* MATLAB convolution1dLayer(filterSize, numFilters): convolution along the
- * "T" dim of "CBT" sequences, or the "S" dim of "SCB" data. */
+ * "T" dim of "CBT" sequences, or the "S" dim of "SCB" data. Every
+ * convolution layer (1-D, 2-D, 3-D, grouped, transposed) also takes image
+ * sequences, its "S" dims followed by "C", "B" (or not) and "T" ("SCBT",
+ * "SSCBT", "SSSCBT"), as MATLAB's do: each time step is convolved alone
+ * over the "S" dims (dla_conv itself refuses "T" beside "S"). */
 DLA_API dla_layer *dla_conv1d_layer(int64_t filter_size, int64_t num_filters,
                                     const dla_conv_layer_options *opts);
 /* MATLAB convolution2dLayer([fh fw], numFilters) on "SSCB" images. */
