@@ -364,9 +364,14 @@ static dla_status check_1d(const dla_layer *l, int nin, const dla__shape *in, dl
     (void)nin;
     (void)sink;
     int ns = dla__shape_count(in, 'S'), nt = dla__shape_count(in, 'T');
-    if (!((ns == 1 && nt == 0) || (ns == 0 && nt == 1)))
+    /* "SCBT" (1-D image sequences) too, as MATLAB's: "S" pooled, every
+     * time step alone, which dla_global_maxpool and _avgpool do. Not with
+     * a padding mask, which marks the time steps, not "S". */
+    const int sequence_of_s = ns == 1 && nt == 1 && l->nin < 2;
+    if (!((ns == 1 && nt == 0) || (ns == 0 && nt == 1) || sequence_of_s))
         return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; 1-D global pooling needs one "
-                            "\"S\" or one \"T\" dim", in->format);
+                            "\"S\" or one \"T\" dim (or, without a padding mask, \"S\" and "
+                            "\"T\" of 1-D image sequences)", in->format);
     return dla__mask_check_init(l, in);
 }
 

@@ -725,8 +725,38 @@ static void pooling_layers_match_their_ops(void **state)
     assert_true(maxdiff(y, dla_global_maxpool(s)) == 0);
     dla_net *a1 = one(dla_global_avgpool1d_layer(NULL), s);
     assert_true(maxdiff(predict1(a1, s), dla_global_avgpool(s)) < 1e-12);
-    dla_net *nets[] = {mp, ap, g2, gm2, g1, a1};
-    for (int i = 0; i < 6; i++)
+    /* 1-D image sequences ("SCBT"), as MATLAB's: "S" pooled, each step
+     * alone, "S" kept with size 1 (as for "SCB"). They were refused at
+     * initialization: "1-D global pooling needs one "S" or one "T" dim". */
+    dla_tensor *st = ramp(DLA_F64, "SCBT", DLA_DIMS(5, 3, 2, 4), 0.4, -2);
+    dla_net *gs = one(dla_global_maxpool1d_layer(NULL), st);
+    y = predict1(gs, st);
+    assert_string_equal(dla_tensor_format(y), "SCBT");
+    assert_int_equal(dla_tensor_dim(y, 1), 1);
+    assert_int_equal(dla_tensor_dim(y, 4), 4);
+    double *sh = malloc(sizeof *sh * 5 * 3 * 2 * 4), *yh = malloc(sizeof *yh * 3 * 2 * 4);
+    assert_int_equal(dla_tensor_to_host(st, sh, sizeof *sh * 5 * 3 * 2 * 4), DLA_OK);
+    assert_int_equal(dla_tensor_to_host(y, yh, sizeof *yh * 3 * 2 * 4), DLA_OK);
+    for (int q = 0; q < 3 * 2 * 4; q++) { /* (channel, observation, step) */
+        double m = -INFINITY;
+        for (int i = 0; i < 5; i++)
+            m = fmax(m, sh[i + 5 * q]);
+        tu_assert_near(yh[q], m, 0);
+    }
+    dla_net *as = one(dla_global_avgpool1d_layer(NULL), st);
+    y = forward1(as, st);
+    assert_string_equal(dla_tensor_format(y), "SCBT");
+    assert_int_equal(dla_tensor_to_host(y, yh, sizeof *yh * 3 * 2 * 4), DLA_OK);
+    for (int q = 0; q < 3 * 2 * 4; q++) {
+        double m = 0;
+        for (int i = 0; i < 5; i++)
+            m += sh[i + 5 * q] / 5;
+        tu_assert_near(yh[q], m, 1e-13);
+    }
+    free(sh);
+    free(yh);
+    dla_net *nets[] = {mp, ap, g2, gm2, g1, a1, gs, as};
+    for (int i = 0; i < 8; i++)
         dla_net_free(nets[i]);
     dla_scope_end();
 }

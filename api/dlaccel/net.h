@@ -476,7 +476,9 @@ DLA_API dla_layer *dla_avgpool1d_layer(int64_t pool_size, const dla_pool1d_layer
 
 /* MATLAB globalMaxPooling1dLayer and globalAveragePooling1dLayer: over
  * "T" for "CBT" sequences, whose "T" dim is then dropped ("CB" out), or
- * over the "S" dim of "SCB" data (kept with size 1). globalMaxPooling2d
+ * over the "S" dim of "SCB" data (kept with size 1) and of "SCBT" 1-D
+ * image sequences (each time step alone; not with a padding mask, which
+ * marks time steps). globalMaxPooling2d
  * and globalAveragePooling2dLayer: over the two "S" dims of "SSCB" data
  * (1x1xCxN out). The 1-D ones take has_padding_mask_input (not an option
  * of MATLAB's; its selfAttentionLayer's HasPaddingMaskInput): a second
