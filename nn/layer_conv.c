@@ -340,8 +340,14 @@ static dla_status forward(const dla__props *p, dla__call *c, int d, int t)
     dla_tensor *y = (t ? dla_transpconv : dla_conv)(dla_reshape(x, folded, fnd, fd), c->p[0],
                                                     c->p[1], &o);
     if (dla_tensor_status(y) != DLA_OK) {
+        /* Its message names the folded x: say what it was. */
+        char dims[96] = "";
+        for (int i = 0, k = 0; i < (int)n && k < (int)sizeof dims; i++)
+            k += snprintf(dims + k, sizeof dims - (size_t)k, "%s%lld", i ? "x" : "",
+                          (long long)xd[i]);
         c->y = y;
-        return dla_tensor_status(y);
+        return dla__nn_fail(dla_tensor_status(y), "%s (the input, %s %s, with each time step "
+                            "taken as an observation)", dla_tensor_error(y), dims, f);
     }
     int64_t yd[DLA_MAX_DIMS];
     dla_tensor_dims(y, yd);

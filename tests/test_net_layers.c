@@ -554,6 +554,16 @@ static void conv_layers_convolve_each_step_of_an_image_sequence(void **state)
     check_steps_alone(dla_transposed_conv1d_layer(3, 2, &(dla_transposed_conv_layer_options){
                           .stride = {2}, .cropping = {1, 0}, .name = "c"}),
                       ramp(DLA_F64, "SCT", DLA_DIMS(4, 3, 5), 0.6, -1.1), 1, &ot1);
+    /* A filter longer than the steps: dla_conv's words, and what the
+     * input was before its steps joined the batch. */
+    dla_layer *l = dla_conv1d_layer(9, 2, &(dla_conv_layer_options){.name = "c"});
+    dla_net *bad = dla_net_create(1, &l);
+    dla_tensor *x = ramp(DLA_F64, "SCBT", DLA_DIMS(7, 2, 3, 4), 0.2, -0.7);
+    assert_int_equal(dla_net_init(bad, 1, &x), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "a filter spanning 9 elements does not fit"));
+    assert_non_null(strstr(dla_last_error(), "(the input, 7x2x3x4 SCBT, with each time step "
+                                             "taken as an observation)"));
+    dla_net_free(bad);
     dla_scope_end();
 }
 
