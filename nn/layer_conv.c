@@ -192,7 +192,10 @@ static dla_status init_g(const dla_layer *l, const dla__shape *in, dla__param_si
 {
     const dla__props *p = &l->props;
     int ns = dla__shape_count(in, 'S');
-    int ok = d > 1 ? ns == d : (ns == 1 || (ns == 0 && dla__shape_count(in, 'T') == 1));
+    /* A 2-D layer also takes "SCBT" (and "SCT"): MATLAB's spatio-temporal
+     * input, convolved over "S" and "T" (forward). */
+    const int nt = dla__shape_count(in, 'T');
+    int ok = d > 1 ? ns == d || (d == 2 && ns == 1 && nt == 1) : (ns == 1 || (ns == 0 && nt == 1));
     int64_t c = dla__shape_dim(in, 'C');
     if (!ok || !c)
         return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; %s needs %s and a \"C\" dim",
@@ -320,6 +323,33 @@ static dla_status forward(const dla__props *p, dla__call *c, int d, int t)
     int64_t xd[DLA_MAX_DIMS];
     const int nd = dla_tensor_dims(x, xd);
     const int seq = n >= 3 && nd == (int)n && f[0] == 'S' && f[n - 1] == 'T';
+    int ns = 0;
+    for (size_t i = 0; i < n; i++)
+        ns += f[i] == 'S';
+    if (seq && d == 2 && ns == 1) {
+        /* "SCBT" or "SCT" into a 2-D layer: MATLAB's spatio-temporal
+         * input, convolved over "S" (the filter's height, Stride(1),
+         * Padding top and bottom) and "T" (its width, Stride(2), left and
+         * right), as its convolution2dLayer does. dla_conv takes them as
+         * the two "S" dims of an unformatted x ("SCBS"), a view. */
+        char df[DLA_MAX_DIMS + 1];
+        memcpy(df, f, n + 1);
+        df[n - 1] = 'S';
+        o.data_format = df;
+        dla_tensor *y = (t ? dla_transpconv : dla_conv)(dla_reshape(x, "", nd, xd), c->p[0],
+                                                        c->p[1], &o);
+        if (dla_tensor_status(y) != DLA_OK) {
+            c->y = y;
+            return dla__nn_fail(dla_tensor_status(y), "%s (the input's \"S\" and \"T\" dims "
+                                "convolved as the height and width, \"%s\" read as \"%s\")",
+                                dla_tensor_error(y), f, df);
+        }
+        int64_t yd[DLA_MAX_DIMS];
+        for (int i = dla_tensor_dims(y, yd); i < (int)n; i++)
+            yd[i] = 1;
+        c->y = dla_reshape(y, f, (int)n, yd);
+        return dla_tensor_status(c->y);
+    }
     if (!seq) {
         c->y = (t ? dla_transpconv : dla_conv)(x, c->p[0], c->p[1], &o);
         return dla_tensor_status(c->y);

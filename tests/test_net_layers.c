@@ -567,6 +567,73 @@ static void conv_layers_convolve_each_step_of_an_image_sequence(void **state)
     dla_scope_end();
 }
 
+/* A 2-D convolution layer named "c" on spatio-temporal data x ("SCBT" or
+ * "SCT"): convolved over "S" (the filter's height) and "T" (its width), as
+ * MATLAB's 2-D layers take it, against dla_conv (or dla_transpconv) of x
+ * permuted to "SSCB" (S, T, C, B) and the result permuted back; finite-
+ * difference gradients in the learnables. */
+static void check_spatio_temporal(dla_layer *l, dla_tensor *x, int transposed,
+                                  const dla_conv_options *o)
+{
+    dla_net *net = one(l, x);
+    dla_tensor *w = set_ramp(net, "c", "Weights", 0.05, -0.3);
+    dla_tensor *b = set_ramp(net, "c", "Bias", 0.5, -0.2);
+    dla_tensor *y = predict1(net, x);
+    assert_same(forward1(net, x), y);
+    const char *f = dla_tensor_format(x);
+    assert_string_equal(dla_tensor_format(y), f);
+    const int has_b = strchr(f, 'B') != NULL;
+    int64_t xd[DLA_MAX_DIMS];
+    dla_tensor_dims(x, xd);
+    /* S C [B] T -> S T C B */
+    const int64_t S = xd[0], C = xd[1], B = has_b ? xd[2] : 1, T = xd[has_b ? 3 : 2];
+    dla_tensor *x4 = dla_permute(dla_reshape(x, "", DLA_DIMS(S, C, B, T)), 4,
+                                 (const int64_t[]){1, 4, 2, 3});
+    dla_tensor *want = (transposed ? dla_transpconv : dla_conv)(
+        dla_reshape(x4, "SSCB", DLA_DIMS(S, T, C, B)), w, b, o);
+    assert_int_equal(dla_tensor_status(want), DLA_OK);
+    int64_t wd[DLA_MAX_DIMS];
+    dla_tensor_dims(want, wd);
+    dla_tensor *back = dla_permute(dla_reshape(want, "", DLA_DIMS(wd[0], wd[1], wd[2], wd[3])), 4,
+                                   (const int64_t[]){1, 3, 4, 2});
+    assert_int_equal(dla_tensor_dim(y, 1), wd[0]);
+    assert_int_equal(dla_tensor_dim(y, 2), wd[2]);
+    assert_int_equal(dla_tensor_dim(y, has_b ? 4 : 3), wd[1]);
+    if (!(maxdiff(y, back) <= 1e-12))
+        fail_msg("%s: differs from the permuted convolution by %g", f, maxdiff(y, back));
+    dla_tensor *const in[2] = {w, b};
+    gc_check(gc_run_net, &(gc_net){net, x, 1}, 2, in, (int[]){1, 1}, 1e-6);
+    dla_net_free(net);
+}
+
+static void two_d_conv_layers_convolve_over_s_and_t_of_spatio_temporal_data(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    /* Before, "SCBT" was refused at initialization: "convolution2d needs
+     * two "S" dims and a "C" dim". */
+    dla_conv_options o = {.stride = {2, 1}, .dilation = {1, 2}, .padding = {{1, 0}, {0, 2}}};
+    check_spatio_temporal(dla_conv2d_layer(3, 2, 3, &(dla_conv_layer_options){
+                              .stride = {2, 1}, .dilation = {1, 2}, .padding = {1, 0, 0, 2},
+                              .name = "c"}),
+                          ramp(DLA_F64, "SCBT", DLA_DIMS(7, 2, 3, 6), 0.2, -0.7), 0, &o);
+    dla_conv_options og = {.stride = {1, 2}, .padding_mode = "same"};
+    check_spatio_temporal(dla_grouped_conv2d_layer(2, 3, 2, 2, &(dla_conv_layer_options){
+                              .stride = {1, 2}, .padding_mode = "same", .name = "c"}),
+                          ramp(DLA_F64, "SCT", DLA_DIMS(5, 4, 7), 0.3, -1), 0, &og);
+    dla_conv_options ot = {.stride = {2, 3}, .padding = {{1, 0}, {0, 1}}};
+    check_spatio_temporal(dla_transposed_conv2d_layer(3, 2, 2, &(dla_transposed_conv_layer_options){
+                              .stride = {2, 3}, .cropping = {1, 0, 0, 1}, .name = "c"}),
+                          ramp(DLA_F64, "SCBT", DLA_DIMS(3, 2, 2, 4), 0.2, -0.3), 1, &ot);
+    /* The 1-D and 3-D layers still refuse the dims they do not have. */
+    dla_layer *l = dla_conv3d_layer(2, 2, 2, 2, NULL);
+    dla_net *bad = dla_net_create(1, &l);
+    dla_tensor *x = ramp(DLA_F64, "SCBT", DLA_DIMS(4, 2, 3, 4), 0.2, -0.7);
+    assert_int_equal(dla_net_init(bad, 1, &x), DLA_ERR_FORMAT);
+    dla_net_free(bad);
+    dla_scope_end();
+}
+
 static void batchnorm_forward_uses_the_batch_and_predict_the_stored_statistics(void **state)
 {
     (void)state;
@@ -2525,6 +2592,7 @@ int main(void)
         TU_TEST(self_attention_is_projections_around_dla_attention),
         TU_TEST(conv1d_convolves_along_time_and_causal_pads_before),
         TU_TEST(conv_layers_convolve_each_step_of_an_image_sequence),
+        TU_TEST(two_d_conv_layers_convolve_over_s_and_t_of_spatio_temporal_data),
         TU_TEST(batchnorm_forward_uses_the_batch_and_predict_the_stored_statistics),
         TU_TEST(activations_match_their_ops),
         TU_TEST(smooth_activations_match_their_ops),

@@ -262,7 +262,11 @@ typedef struct dla_conv_layer_options {
  * convolution layer (1-D, 2-D, 3-D, grouped, transposed) also takes image
  * sequences, its "S" dims followed by "C", "B" (or not) and "T" ("SCBT",
  * "SSCBT", "SSSCBT"), as MATLAB's do: each time step is convolved alone
- * over the "S" dims (dla_conv itself refuses "T" beside "S"). */
+ * over the "S" dims (dla_conv itself refuses "T" beside "S"). The 2-D
+ * ones (convolution2d, groupedConvolution2d, transposedConv2d) take
+ * MATLAB's spatio-temporal "SCBT" and "SCT" data too, convolved over "S"
+ * (the filter's height, the first stride and dilation, padding top and
+ * bottom) and "T" (its width, the second, left and right). */
 DLA_API dla_layer *dla_conv1d_layer(int64_t filter_size, int64_t num_filters,
                                     const dla_conv_layer_options *opts);
 /* MATLAB convolution2dLayer([fh fw], numFilters) on "SSCB" images. */
