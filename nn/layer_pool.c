@@ -75,15 +75,67 @@ static dla_status pool1d_check(const dla__props *p, const char *name)
     return check_n(p, name, 1);
 }
 
+/* The 2-D layers take MATLAB's spatio-temporal "SCBT" and "SCT" data too
+ * (one "S" dim and a "T" dim), pooled over "S" (the pool's height) and
+ * "T" (its width), as its 2-D pooling layers do. */
 static dla_status check_2s(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
 {
     (void)l;
     (void)nin;
     (void)sink;
-    if (dla__shape_count(in, 'S') != 2)
-        return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; 2-D pooling needs two \"S\" dims",
-                            in->format);
+    const int ns = dla__shape_count(in, 'S');
+    if (ns != 2 && !(ns == 1 && dla__shape_count(in, 'T') == 1))
+        return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; 2-D pooling needs two \"S\" dims "
+                            "(or one and a \"T\" dim)", in->format);
     return DLA_OK;
+}
+
+/* Whether x is spatio-temporal ("SCBT", "SCT"): one "S" dim, first, and
+ * "T" last. */
+static int spatio_temporal(dla_tensor *x)
+{
+    const char *f = dla_tensor_format(x);
+    const size_t n = strlen(f);
+    int ns = 0;
+    for (size_t i = 0; i < n; i++)
+        ns += f[i] == 'S';
+    return ns == 1 && n >= 3 && f[0] == 'S' && f[n - 1] == 'T' && dla_tensor_ndims(x) == (int)n;
+}
+
+/* Spatio-temporal x (S, C, [B,] T) as "SSCB" (or "SSC") images of S x T:
+ * T moved next to S (a copy, as pooling reads dense x). */
+static dla_tensor *st_to_images(dla_tensor *x)
+{
+    int64_t d[DLA_MAX_DIMS], order[DLA_MAX_DIMS], pd[DLA_MAX_DIMS];
+    const int n = dla_tensor_dims(x, d);
+    order[0] = 1, order[1] = n, pd[0] = d[0], pd[1] = d[n - 1];
+    for (int i = 2; i < n; i++)
+        order[i] = i, pd[i] = d[i - 1];
+    dla_tensor *p = dla_permute(dla_reshape(x, "", n, d), n, order);
+    return dla_reshape(p, n == 4 ? "SSCB" : "SSC", n, pd);
+}
+
+/* The pooled images y (S', T', C, [B]) back in x's layout and labels
+ * (S', C, [B,] T'); with drop_t, T' (of size 1) left out, as MATLAB's
+ * global 2-D pooling gives "SCB" for "SCBT". */
+static dla_tensor *st_from_images(dla_tensor *y, const char *xf, int drop_t)
+{
+    int64_t d[DLA_MAX_DIMS], order[DLA_MAX_DIMS], pd[DLA_MAX_DIMS];
+    const int n = (int)strlen(xf);
+    const int got = dla_tensor_dims(y, d);
+    for (int i = got; i < n; i++)
+        d[i] = 1;
+    order[0] = 1, pd[0] = d[0];
+    for (int i = 1; i < n - 1; i++)
+        order[i] = i + 2, pd[i] = d[i + 1];
+    order[n - 1] = 2, pd[n - 1] = d[1];
+    dla_tensor *p = dla_permute(dla_reshape(y, "", n, d), n, order);
+    if (!drop_t)
+        return dla_reshape(p, xf, n, pd);
+    char f[DLA_MAX_DIMS + 1];
+    memcpy(f, xf, (size_t)n - 1);
+    f[n - 1] = '\0';
+    return dla_reshape(p, f, n - 1, pd);
 }
 
 static dla_status check_3s(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
@@ -130,14 +182,20 @@ static dla_status max_forward_n(const dla__props *p, dla__call *c, int n)
 {
     dla_pool_options o = pool_opts(p, n);
     o.padding_value = NULL;
-    c->y = dla_maxpool(c->x[0], n, p->size, &o);
+    dla_tensor *x = c->x[0];
+    const int st = n == 2 && spatio_temporal(x);
+    dla_tensor *y = dla_maxpool(st ? st_to_images(x) : x, n, p->size, &o);
+    c->y = st && dla_tensor_status(y) == DLA_OK ? st_from_images(y, dla_tensor_format(x), 0) : y;
     return dla_tensor_status(c->y);
 }
 
 static dla_status avg_forward_n(const dla__props *p, dla__call *c, int n)
 {
     dla_pool_options o = pool_opts(p, n);
-    c->y = dla_avgpool(c->x[0], n, p->size, &o);
+    dla_tensor *x = c->x[0];
+    const int st = n == 2 && spatio_temporal(x);
+    dla_tensor *y = dla_avgpool(st ? st_to_images(x) : x, n, p->size, &o);
+    c->y = st && dla_tensor_status(y) == DLA_OK ? st_from_images(y, dla_tensor_format(x), 0) : y;
     return dla_tensor_status(c->y);
 }
 
@@ -431,17 +489,26 @@ static dla_status gavg1_forward(const dla__props *p, dla__call *c)
     return dla_tensor_status(c->y);
 }
 
+/* Global 2-D pooling of spatio-temporal x ("SCBT"): over "S" and "T",
+ * giving "SCB" with "S" of size 1, as MATLAB's (its 3-D kinds never see
+ * such x: their init wants three "S" dims). */
 static dla_status gmax2_forward(const dla__props *p, dla__call *c)
 {
     (void)p;
-    c->y = dla_global_maxpool(c->x[0]);
+    dla_tensor *x = c->x[0];
+    const int st = spatio_temporal(x);
+    dla_tensor *y = dla_global_maxpool(st ? st_to_images(x) : x);
+    c->y = st && dla_tensor_status(y) == DLA_OK ? st_from_images(y, dla_tensor_format(x), 1) : y;
     return dla_tensor_status(c->y);
 }
 
 static dla_status gavg2_forward(const dla__props *p, dla__call *c)
 {
     (void)p;
-    c->y = dla_global_avgpool(c->x[0]);
+    dla_tensor *x = c->x[0];
+    const int st = spatio_temporal(x);
+    dla_tensor *y = dla_global_avgpool(st ? st_to_images(x) : x);
+    c->y = st && dla_tensor_status(y) == DLA_OK ? st_from_images(y, dla_tensor_format(x), 1) : y;
     return dla_tensor_status(c->y);
 }
 

@@ -838,6 +838,82 @@ static void pooling_layers_match_their_ops(void **state)
     dla_scope_end();
 }
 
+/* x (S, C, [B,] T) permuted to images of S x T, "SSCB" or "SSC". */
+static dla_tensor *st_images(dla_tensor *x)
+{
+    int64_t d[DLA_MAX_DIMS];
+    const int n = dla_tensor_dims(x, d);
+    if (n == 4)
+        return dla_reshape(dla_permute(dla_reshape(x, "", 4, d), 4, (const int64_t[]){1, 4, 2, 3}),
+                           "SSCB", DLA_DIMS(d[0], d[3], d[1], d[2]));
+    return dla_reshape(dla_permute(dla_reshape(x, "", 3, d), 3, (const int64_t[]){1, 3, 2}), "SSC",
+                       DLA_DIMS(d[0], d[2], d[1]));
+}
+
+/* 2-D pooling layers on spatio-temporal data ("SCBT", "SCT"), as MATLAB's:
+ * over "S" (the pool's height) and "T" (its width), against the op on x
+ * permuted to images of S x T, element by element; the global ones give
+ * "SCB" (S of size 1, T dropped). They were refused at initialization
+ * ("2-D pooling needs two "S" dims"). */
+static void two_d_pooling_layers_pool_over_s_and_t_of_spatio_temporal_data(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = ramp(DLA_F64, "SCBT", DLA_DIMS(7, 2, 3, 6), 0.7, -3);
+    dla_pool_options o = {.stride = {2, 1}, .padding = {{1, 0}, {0, 1}}};
+    dla_net *mp = one(dla_maxpool2d_layer(3, 2, &(dla_pool_layer_options){
+        .stride = {2, 1}, .padding = {1, 0, 0, 1}}), x);
+    dla_tensor *y = predict1(mp, x);
+    assert_string_equal(dla_tensor_format(y), "SCBT");
+    dla_tensor *want = dla_maxpool(st_images(x), DLA_DIMS(3, 2), &o); /* S' x T' x C x B */
+    const int64_t so = dla_tensor_dim(want, 1), to = dla_tensor_dim(want, 2);
+    assert_int_equal(so, 3); /* (7 + 1 - 3) / 2 + 1 */
+    assert_int_equal(to, 6); /* (6 + 1 - 2) / 1 + 1 */
+    assert_int_equal(dla_tensor_dim(y, 1), so);
+    assert_int_equal(dla_tensor_dim(y, 4), to);
+    for (int64_t i = 0; i < so; i++)
+        for (int64_t t = 0; t < to; t++)
+            for (int64_t q = 0; q < 2 * 3; q++) /* channel + 2 * observation */
+                tu_assert_near(dla_tensor_item(y, i + so * (q + 6 * t)),
+                               dla_tensor_item(want, i + so * (t + to * q)), 0);
+    dla_tensor *s = ramp(DLA_F64, "SCT", DLA_DIMS(5, 2, 7), 0.3, -1);
+    dla_pool_options oa = {.stride = {1, 2}, .padding_mode = "same", .padding_value = "mean"};
+    dla_net *ap = one(dla_avgpool2d_layer(2, 3, &(dla_pool_layer_options){
+        .stride = {1, 2}, .padding_mode = "same", .padding_value = "mean"}), s);
+    y = forward1(ap, s);
+    assert_string_equal(dla_tensor_format(y), "SCT");
+    want = dla_avgpool(st_images(s), DLA_DIMS(2, 3), &oa); /* 5 x 4 x 2 */
+    assert_int_equal(dla_tensor_dim(y, 3), 4);
+    for (int64_t i = 0; i < 5; i++)
+        for (int64_t t = 0; t < 4; t++)
+            for (int64_t c = 0; c < 2; c++)
+                tu_assert_near(dla_tensor_item(y, i + 5 * (c + 2 * t)),
+                               dla_tensor_item(want, i + 5 * (t + 4 * c)), 1e-14);
+    dla_net *gm = one(dla_global_maxpool2d_layer(NULL), x);
+    dla_net *ga = one(dla_global_avgpool2d_layer(NULL), x);
+    dla_tensor *ym = predict1(gm, x), *ya = predict1(ga, x);
+    assert_string_equal(dla_tensor_format(ym), "SCB");
+    assert_string_equal(dla_tensor_format(ya), "SCB");
+    assert_int_equal(dla_tensor_dim(ym, 1), 1);
+    assert_int_equal(dla_tensor_dim(ym, 2), 2);
+    assert_int_equal(dla_tensor_dim(ym, 3), 3);
+    for (int64_t q = 0; q < 6; q++) {
+        double m = -INFINITY, sum = 0;
+        for (int64_t t = 0; t < 6; t++)
+            for (int64_t i = 0; i < 7; i++) {
+                const double v = dla_tensor_item(x, i + 7 * (q + 6 * t));
+                m = fmax(m, v);
+                sum += v;
+            }
+        tu_assert_near(dla_tensor_item(ym, q), m, 0);
+        tu_assert_near(dla_tensor_item(ya, q), sum / 42, 1e-13);
+    }
+    dla_net *nets[] = {mp, ap, gm, ga};
+    for (int i = 0; i < 4; i++)
+        dla_net_free(nets[i]);
+    dla_scope_end();
+}
+
 /* maxPooling1dLayer and averagePooling1dLayer: over "T" of "CBT" data,
  * over "S" of "SCB" and "SCBT" data (each time step alone), the op's bits
  * each time; 2-D data and bad options refused by name. */
@@ -2599,6 +2675,7 @@ int main(void)
         TU_TEST(per_observation_normalizations_match_their_ops),
         TU_TEST(pooling_layers_match_their_ops),
         TU_TEST(one_d_pooling_layers_match_their_ops),
+        TU_TEST(two_d_pooling_layers_pool_over_s_and_t_of_spatio_temporal_data),
         TU_TEST(grouped_convolution_layer_is_dla_conv_with_groups),
         TU_TEST(three_d_layers_match_their_ops),
         TU_TEST(auto_normalization_dimension_follows_the_statistics_given),

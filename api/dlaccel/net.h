@@ -450,7 +450,11 @@ typedef struct dla_pool_layer_options {
     const char *padding_mode; /* NULL or "same" */
     const char *padding_value; /* averagePooling2d: NULL/"zero" or "mean" */
 } dla_pool_layer_options;
-/* MATLAB maxPooling2dLayer([ph pw]) and averagePooling2dLayer([ph pw]). */
+/* MATLAB maxPooling2dLayer([ph pw]) and averagePooling2dLayer([ph pw]):
+ * over the two "S" dims of "SSCB" data (each time step alone for
+ * "SSCBT"), or over "S" (ph, the first stride, padding top and bottom)
+ * and "T" (pw, the second, left and right) of MATLAB's spatio-temporal
+ * "SCBT" and "SCT" data. */
 DLA_API dla_layer *dla_maxpool2d_layer(int64_t pool_height, int64_t pool_width,
                                        const dla_pool_layer_options *opts);
 DLA_API dla_layer *dla_avgpool2d_layer(int64_t pool_height, int64_t pool_width,
@@ -484,7 +488,8 @@ DLA_API dla_layer *dla_avgpool1d_layer(int64_t pool_size, const dla_pool1d_layer
  * image sequences (each time step alone; not with a padding mask, which
  * marks time steps). globalMaxPooling2d
  * and globalAveragePooling2dLayer: over the two "S" dims of "SSCB" data
- * (1x1xCxN out). The 1-D ones take has_padding_mask_input (not an option
+ * (1x1xCxN out), or over "S" and "T" of spatio-temporal "SCBT" data
+ * ("SCB" out, 1xCxN, as MATLAB's). The 1-D ones take has_padding_mask_input (not an option
  * of MATLAB's; its selfAttentionLayer's HasPaddingMaskInput): a second
  * input, "mask", as dla_self_attention_layer's (the input's format,
  * observations and steps, any channels, the first nonzero at data steps),
