@@ -192,10 +192,10 @@ static dla_status init_g(const dla_layer *l, const dla__shape *in, dla__param_si
 {
     const dla__props *p = &l->props;
     int ns = dla__shape_count(in, 'S');
-    /* A 2-D layer also takes "SCBT" (and "SCT"): MATLAB's spatio-temporal
-     * input, convolved over "S" and "T" (forward). */
+    /* A 2-D or 3-D layer also takes MATLAB's spatio-temporal input, one
+     * "S" dim fewer and a "T" dim ("SCBT", "SSCBT"; forward). */
     const int nt = dla__shape_count(in, 'T');
-    int ok = d > 1 ? ns == d || (d == 2 && ns == 1 && nt == 1) : (ns == 1 || (ns == 0 && nt == 1));
+    int ok = d > 1 ? ns == d || (ns == d - 1 && nt == 1) : (ns == 1 || (ns == 0 && nt == 1));
     int64_t c = dla__shape_dim(in, 'C');
     if (!ok || !c)
         return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; %s needs %s and a \"C\" dim",
@@ -326,12 +326,13 @@ static dla_status forward(const dla__props *p, dla__call *c, int d, int t)
     int ns = 0;
     for (size_t i = 0; i < n; i++)
         ns += f[i] == 'S';
-    if (seq && d == 2 && ns == 1) {
-        /* "SCBT" or "SCT" into a 2-D layer: MATLAB's spatio-temporal
-         * input, convolved over "S" (the filter's height, Stride(1),
-         * Padding top and bottom) and "T" (its width, Stride(2), left and
-         * right), as its convolution2dLayer does. dla_conv takes them as
-         * the two "S" dims of an unformatted x ("SCBS"), a view. */
+    if (seq && d >= 2 && ns == d - 1) {
+        /* "SCBT" or "SCT" into a 2-D layer, "SSCBT" or "SSCT" into a 3-D
+         * one: MATLAB's spatio-temporal input, convolved over the "S" dims
+         * and then "T" as the last filter dim (a 2-D layer's width,
+         * Stride(2), Padding left and right; a 3-D one's depth), as its
+         * convolution2dLayer and convolution3dLayer do. dla_conv takes
+         * "T" as an "S" dim of an unformatted x ("SCBS"), a view. */
         char df[DLA_MAX_DIMS + 1];
         memcpy(df, f, n + 1);
         df[n - 1] = 'S';

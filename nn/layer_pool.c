@@ -90,33 +90,58 @@ static dla_status check_2s(const dla_layer *l, int nin, const dla__shape *in, dl
     return DLA_OK;
 }
 
-/* Whether x is spatio-temporal ("SCBT", "SCT"): one "S" dim, first, and
+/* The windowed 3-D layers: "SSSCB", or spatio-temporal "SSCBT" (pooled
+ * over both "S" dims and "T"). */
+static dla_status check_3w(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
+{
+    (void)l;
+    (void)nin;
+    (void)sink;
+    const int ns = dla__shape_count(in, 'S');
+    if (ns != 3 && !(ns == 2 && dla__shape_count(in, 'T') == 1))
+        return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; 3-D pooling needs three \"S\" "
+                            "dims (or two and a \"T\" dim)", in->format);
+    return DLA_OK;
+}
+
+/* Whether x is spatio-temporal for a layer pooling np dims ("SCBT",
+ * "SCT" for 2-D; "SSCBT", "SSCT" for 3-D): np - 1 "S" dims, first, and
  * "T" last. */
-static int spatio_temporal(dla_tensor *x)
+static int spatio_temporal(dla_tensor *x, int np)
 {
     const char *f = dla_tensor_format(x);
     const size_t n = strlen(f);
     int ns = 0;
     for (size_t i = 0; i < n; i++)
         ns += f[i] == 'S';
-    return ns == 1 && n >= 3 && f[0] == 'S' && f[n - 1] == 'T' && dla_tensor_ndims(x) == (int)n;
+    return ns == np - 1 && n >= (size_t)np + 1 && f[0] == 'S' && f[n - 1] == 'T' &&
+           dla_tensor_ndims(x) == (int)n;
 }
 
-/* Spatio-temporal x (S, C, [B,] T) as "SSCB" (or "SSC") images of S x T:
- * T moved next to S (a copy, as pooling reads dense x). */
+/* Spatio-temporal x (S.., C, [B,] T) as images of S.. x T ("SSCB",
+ * "SSSCB", or without "B"): T moved after the "S" dims (a copy, as
+ * pooling reads dense x). */
 static dla_tensor *st_to_images(dla_tensor *x)
 {
     int64_t d[DLA_MAX_DIMS], order[DLA_MAX_DIMS], pd[DLA_MAX_DIMS];
+    char f[DLA_MAX_DIMS + 1];
+    const char *xf = dla_tensor_format(x);
     const int n = dla_tensor_dims(x, d);
-    order[0] = 1, order[1] = n, pd[0] = d[0], pd[1] = d[n - 1];
-    for (int i = 2; i < n; i++)
-        order[i] = i, pd[i] = d[i - 1];
+    int ns = 0;
+    while (xf[ns] == 'S')
+        ns++;
+    for (int i = 0; i < ns; i++)
+        order[i] = i + 1, pd[i] = d[i], f[i] = 'S';
+    order[ns] = n, pd[ns] = d[n - 1], f[ns] = 'S';
+    for (int i = ns + 1; i < n; i++)
+        order[i] = i, pd[i] = d[i - 1], f[i] = xf[i - 1];
+    f[n] = '\0';
     dla_tensor *p = dla_permute(dla_reshape(x, "", n, d), n, order);
-    return dla_reshape(p, n == 4 ? "SSCB" : "SSC", n, pd);
+    return dla_reshape(p, f, n, pd);
 }
 
-/* The pooled images y (S', T', C, [B]) back in x's layout and labels
- * (S', C, [B,] T'); with drop_t, T' (of size 1) left out, as MATLAB's
+/* The pooled images y (S'.., T', C, [B]) back in x's layout and labels
+ * (S'.., C, [B,] T'); with drop_t, T' (of size 1) left out, as MATLAB's
  * global 2-D pooling gives "SCB" for "SCBT". */
 static dla_tensor *st_from_images(dla_tensor *y, const char *xf, int drop_t)
 {
@@ -125,10 +150,14 @@ static dla_tensor *st_from_images(dla_tensor *y, const char *xf, int drop_t)
     const int got = dla_tensor_dims(y, d);
     for (int i = got; i < n; i++)
         d[i] = 1;
-    order[0] = 1, pd[0] = d[0];
-    for (int i = 1; i < n - 1; i++)
+    int ns = 0;
+    while (xf[ns] == 'S')
+        ns++;
+    for (int i = 0; i < ns; i++)
+        order[i] = i + 1, pd[i] = d[i];
+    for (int i = ns; i < n - 1; i++)
         order[i] = i + 2, pd[i] = d[i + 1];
-    order[n - 1] = 2, pd[n - 1] = d[1];
+    order[n - 1] = ns + 1, pd[n - 1] = d[ns];
     dla_tensor *p = dla_permute(dla_reshape(y, "", n, d), n, order);
     if (!drop_t)
         return dla_reshape(p, xf, n, pd);
@@ -183,7 +212,7 @@ static dla_status max_forward_n(const dla__props *p, dla__call *c, int n)
     dla_pool_options o = pool_opts(p, n);
     o.padding_value = NULL;
     dla_tensor *x = c->x[0];
-    const int st = n == 2 && spatio_temporal(x);
+    const int st = n >= 2 && spatio_temporal(x, n);
     dla_tensor *y = dla_maxpool(st ? st_to_images(x) : x, n, p->size, &o);
     c->y = st && dla_tensor_status(y) == DLA_OK ? st_from_images(y, dla_tensor_format(x), 0) : y;
     return dla_tensor_status(c->y);
@@ -193,7 +222,7 @@ static dla_status avg_forward_n(const dla__props *p, dla__call *c, int n)
 {
     dla_pool_options o = pool_opts(p, n);
     dla_tensor *x = c->x[0];
-    const int st = n == 2 && spatio_temporal(x);
+    const int st = n >= 2 && spatio_temporal(x, n);
     dla_tensor *y = dla_avgpool(st ? st_to_images(x) : x, n, p->size, &o);
     c->y = st && dla_tensor_status(y) == DLA_OK ? st_from_images(y, dla_tensor_format(x), 0) : y;
     return dla_tensor_status(c->y);
@@ -303,13 +332,13 @@ const dla__layer_kind dla__kind_avgpool2d = {
 
 const dla__layer_kind dla__kind_maxpool3d = {
     .type = "maxPooling3d", .display = "3-D Max Pooling", .default_name = "maxpool3d",
-    .fields = pool3d_fields, .check = pool3d_check, .init = check_3s, .forward = max3d_forward,
+    .fields = pool3d_fields, .check = pool3d_check, .init = check_3w, .forward = max3d_forward,
     .describe = max3d_describe,
 };
 
 const dla__layer_kind dla__kind_avgpool3d = {
     .type = "averagePooling3d", .display = "3-D Average Pooling", .default_name = "avgpool3d",
-    .fields = pool3d_fields, .check = pool3d_check, .init = check_3s, .forward = avg3d_forward,
+    .fields = pool3d_fields, .check = pool3d_check, .init = check_3w, .forward = avg3d_forward,
     .describe = avg3d_describe,
 };
 
@@ -496,7 +525,7 @@ static dla_status gmax2_forward(const dla__props *p, dla__call *c)
 {
     (void)p;
     dla_tensor *x = c->x[0];
-    const int st = spatio_temporal(x);
+    const int st = spatio_temporal(x, 2);
     dla_tensor *y = dla_global_maxpool(st ? st_to_images(x) : x);
     c->y = st && dla_tensor_status(y) == DLA_OK ? st_from_images(y, dla_tensor_format(x), 1) : y;
     return dla_tensor_status(c->y);
@@ -506,7 +535,7 @@ static dla_status gavg2_forward(const dla__props *p, dla__call *c)
 {
     (void)p;
     dla_tensor *x = c->x[0];
-    const int st = spatio_temporal(x);
+    const int st = spatio_temporal(x, 2);
     dla_tensor *y = dla_global_avgpool(st ? st_to_images(x) : x);
     c->y = st && dla_tensor_status(y) == DLA_OK ? st_from_images(y, dla_tensor_format(x), 1) : y;
     return dla_tensor_status(c->y);

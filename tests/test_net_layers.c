@@ -567,11 +567,49 @@ static void conv_layers_convolve_each_step_of_an_image_sequence(void **state)
     dla_scope_end();
 }
 
-/* A 2-D convolution layer named "c" on spatio-temporal data x ("SCBT" or
- * "SCT"): convolved over "S" (the filter's height) and "T" (its width), as
- * MATLAB's 2-D layers take it, against dla_conv (or dla_transpconv) of x
- * permuted to "SSCB" (S, T, C, B) and the result permuted back; finite-
- * difference gradients in the learnables. */
+/* Spatio-temporal x (S.., C, [B,] T) permuted to images of S.. x T
+ * (T moved after the "S" dims, labeled "S"), and images y (S'.., T', C,
+ * [B]) permuted back to x's layout with x's labels xf. */
+static dla_tensor *st_images(dla_tensor *x)
+{
+    int64_t d[DLA_MAX_DIMS], order[DLA_MAX_DIMS], pd[DLA_MAX_DIMS];
+    char f[DLA_MAX_DIMS + 1];
+    const char *xf = dla_tensor_format(x);
+    const int n = dla_tensor_dims(x, d);
+    int ns = 0;
+    while (xf[ns] == 'S')
+        ns++;
+    for (int i = 0; i < ns; i++)
+        order[i] = i + 1, pd[i] = d[i], f[i] = 'S';
+    order[ns] = n, pd[ns] = d[n - 1], f[ns] = 'S';
+    for (int i = ns + 1; i < n; i++)
+        order[i] = i, pd[i] = d[i - 1], f[i] = xf[i - 1];
+    f[n] = '\0';
+    return dla_reshape(dla_permute(dla_reshape(x, "", n, d), n, order), f, n, pd);
+}
+
+static dla_tensor *st_back(dla_tensor *y, const char *xf)
+{
+    int64_t d[DLA_MAX_DIMS], order[DLA_MAX_DIMS], pd[DLA_MAX_DIMS];
+    const int n = (int)strlen(xf);
+    for (int i = dla_tensor_dims(y, d); i < n; i++)
+        d[i] = 1;
+    int ns = 0;
+    while (xf[ns] == 'S')
+        ns++;
+    for (int i = 0; i < ns; i++)
+        order[i] = i + 1, pd[i] = d[i];
+    for (int i = ns; i < n - 1; i++)
+        order[i] = i + 2, pd[i] = d[i + 1];
+    order[n - 1] = ns + 1, pd[n - 1] = d[ns];
+    return dla_reshape(dla_permute(dla_reshape(y, "", n, d), n, order), xf, n, pd);
+}
+
+/* A 2-D or 3-D convolution layer named "c" on spatio-temporal data x
+ * ("SCBT", "SCT"; "SSCBT"): convolved over the "S" dims and "T" (the
+ * filter's last dim), as MATLAB's layers take it, against dla_conv (or
+ * dla_transpconv) of x permuted to images (T after the "S" dims) and the
+ * result permuted back; finite-difference gradients in the learnables. */
 static void check_spatio_temporal(dla_layer *l, dla_tensor *x, int transposed,
                                   const dla_conv_options *o)
 {
@@ -582,23 +620,11 @@ static void check_spatio_temporal(dla_layer *l, dla_tensor *x, int transposed,
     assert_same(forward1(net, x), y);
     const char *f = dla_tensor_format(x);
     assert_string_equal(dla_tensor_format(y), f);
-    const int has_b = strchr(f, 'B') != NULL;
-    int64_t xd[DLA_MAX_DIMS];
-    dla_tensor_dims(x, xd);
-    /* S C [B] T -> S T C B */
-    const int64_t S = xd[0], C = xd[1], B = has_b ? xd[2] : 1, T = xd[has_b ? 3 : 2];
-    dla_tensor *x4 = dla_permute(dla_reshape(x, "", DLA_DIMS(S, C, B, T)), 4,
-                                 (const int64_t[]){1, 4, 2, 3});
-    dla_tensor *want = (transposed ? dla_transpconv : dla_conv)(
-        dla_reshape(x4, "SSCB", DLA_DIMS(S, T, C, B)), w, b, o);
+    dla_tensor *want = (transposed ? dla_transpconv : dla_conv)(st_images(x), w, b, o);
     assert_int_equal(dla_tensor_status(want), DLA_OK);
-    int64_t wd[DLA_MAX_DIMS];
-    dla_tensor_dims(want, wd);
-    dla_tensor *back = dla_permute(dla_reshape(want, "", DLA_DIMS(wd[0], wd[1], wd[2], wd[3])), 4,
-                                   (const int64_t[]){1, 3, 4, 2});
-    assert_int_equal(dla_tensor_dim(y, 1), wd[0]);
-    assert_int_equal(dla_tensor_dim(y, 2), wd[2]);
-    assert_int_equal(dla_tensor_dim(y, has_b ? 4 : 3), wd[1]);
+    dla_tensor *back = st_back(want, f);
+    for (int i = 1; i <= dla_tensor_ndims(x); i++)
+        assert_int_equal(dla_tensor_dim(y, i), dla_tensor_dim(back, i));
     if (!(maxdiff(y, back) <= 1e-12))
         fail_msg("%s: differs from the permuted convolution by %g", f, maxdiff(y, back));
     dla_tensor *const in[2] = {w, b};
@@ -625,7 +651,12 @@ static void two_d_conv_layers_convolve_over_s_and_t_of_spatio_temporal_data(void
     check_spatio_temporal(dla_transposed_conv2d_layer(3, 2, 2, &(dla_transposed_conv_layer_options){
                               .stride = {2, 3}, .cropping = {1, 0, 0, 1}, .name = "c"}),
                           ramp(DLA_F64, "SCBT", DLA_DIMS(3, 2, 2, 4), 0.2, -0.3), 1, &ot);
-    /* The 1-D and 3-D layers still refuse the dims they do not have. */
+    /* 3-D: "SSCBT" over S, S and T (the filter's depth). */
+    dla_conv_options o3 = {.stride = {1, 2, 2}, .padding = {{1, 0, 1}, {0, 1, 0}}};
+    check_spatio_temporal(dla_conv3d_layer(2, 2, 3, 2, &(dla_conv_layer_options){
+                              .stride = {1, 2, 2}, .padding = {1, 0, 0, 1, 1, 0}, .name = "c"}),
+                          ramp(DLA_F64, "SSCBT", DLA_DIMS(4, 5, 2, 2, 6), 0.1, -0.4), 0, &o3);
+    /* A 3-D layer still refuses one "S" dim and "T". */
     dla_layer *l = dla_conv3d_layer(2, 2, 2, 2, NULL);
     dla_net *bad = dla_net_create(1, &l);
     dla_tensor *x = ramp(DLA_F64, "SCBT", DLA_DIMS(4, 2, 3, 4), 0.2, -0.7);
@@ -838,23 +869,11 @@ static void pooling_layers_match_their_ops(void **state)
     dla_scope_end();
 }
 
-/* x (S, C, [B,] T) permuted to images of S x T, "SSCB" or "SSC". */
-static dla_tensor *st_images(dla_tensor *x)
-{
-    int64_t d[DLA_MAX_DIMS];
-    const int n = dla_tensor_dims(x, d);
-    if (n == 4)
-        return dla_reshape(dla_permute(dla_reshape(x, "", 4, d), 4, (const int64_t[]){1, 4, 2, 3}),
-                           "SSCB", DLA_DIMS(d[0], d[3], d[1], d[2]));
-    return dla_reshape(dla_permute(dla_reshape(x, "", 3, d), 3, (const int64_t[]){1, 3, 2}), "SSC",
-                       DLA_DIMS(d[0], d[2], d[1]));
-}
-
 /* 2-D pooling layers on spatio-temporal data ("SCBT", "SCT"), as MATLAB's:
  * over "S" (the pool's height) and "T" (its width), against the op on x
  * permuted to images of S x T, element by element; the global ones give
- * "SCB" (S of size 1, T dropped). They were refused at initialization
- * ("2-D pooling needs two "S" dims"). */
+ * "SCB" (S of size 1, T dropped); a 3-D one on "SSCT", over S, S and T.
+ * They were refused at initialization ("2-D pooling needs two "S" dims"). */
 static void two_d_pooling_layers_pool_over_s_and_t_of_spatio_temporal_data(void **state)
 {
     (void)state;
@@ -889,6 +908,18 @@ static void two_d_pooling_layers_pool_over_s_and_t_of_spatio_temporal_data(void 
             for (int64_t c = 0; c < 2; c++)
                 tu_assert_near(dla_tensor_item(y, i + 5 * (c + 2 * t)),
                                dla_tensor_item(want, i + 5 * (t + 4 * c)), 1e-14);
+    /* 3-D on "SSCT": over S, S and T. */
+    dla_tensor *v = ramp(DLA_F64, "SSCT", DLA_DIMS(4, 5, 2, 6), 0.9, -2);
+    dla_pool_options o3 = {.stride = {1, 2, 2}, .padding = {{1, 0, 0}, {0, 1, 1}}};
+    dla_net *m3 = one(dla_maxpool3d_layer(2, 2, 3, &(dla_pool_layer_options){
+        .stride = {1, 2, 2}, .padding = {1, 0, 0, 1, 0, 1}}), v);
+    y = predict1(m3, v);
+    assert_string_equal(dla_tensor_format(y), "SSCT");
+    want = st_back(dla_maxpool(st_images(v), DLA_DIMS(2, 2, 3), &o3), "SSCT");
+    for (int i = 1; i <= 4; i++)
+        assert_int_equal(dla_tensor_dim(y, i), dla_tensor_dim(want, i));
+    assert_true(maxdiff(y, want) == 0);
+    dla_net_free(m3);
     dla_net *gm = one(dla_global_maxpool2d_layer(NULL), x);
     dla_net *ga = one(dla_global_avgpool2d_layer(NULL), x);
     dla_tensor *ym = predict1(gm, x), *ya = predict1(ga, x);

@@ -266,7 +266,8 @@ typedef struct dla_conv_layer_options {
  * ones (convolution2d, groupedConvolution2d, transposedConv2d) take
  * MATLAB's spatio-temporal "SCBT" and "SCT" data too, convolved over "S"
  * (the filter's height, the first stride and dilation, padding top and
- * bottom) and "T" (its width, the second, left and right). */
+ * bottom) and "T" (its width, the second, left and right); the 3-D ones
+ * "SSCBT" and "SSCT", over "S", "S" and "T" (the filter's depth). */
 DLA_API dla_layer *dla_conv1d_layer(int64_t filter_size, int64_t num_filters,
                                     const dla_conv_layer_options *opts);
 /* MATLAB convolution2dLayer([fh fw], numFilters) on "SSCB" images. */
@@ -460,7 +461,8 @@ DLA_API dla_layer *dla_maxpool2d_layer(int64_t pool_height, int64_t pool_width,
 DLA_API dla_layer *dla_avgpool2d_layer(int64_t pool_height, int64_t pool_width,
                                        const dla_pool_layer_options *opts);
 /* MATLAB maxPooling3dLayer([ph pw pd]) and averagePooling3dLayer([ph pw
- * pd]) on "SSSCB" volumes. */
+ * pd]) on "SSSCB" volumes, or over "S", "S" and "T" (pd) of MATLAB's
+ * spatio-temporal "SSCBT" and "SSCT" data. */
 DLA_API dla_layer *dla_maxpool3d_layer(int64_t pool_height, int64_t pool_width,
                                        int64_t pool_depth, const dla_pool_layer_options *opts);
 DLA_API dla_layer *dla_avgpool3d_layer(int64_t pool_height, int64_t pool_width,
