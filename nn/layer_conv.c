@@ -200,8 +200,9 @@ static dla_status init_g(const dla_layer *l, const dla__shape *in, dla__param_si
     if (!ok || !c)
         return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; %s needs %s and a \"C\" dim",
                             in->format, type_of(d, t, g),
-                            d == 3 ? "three \"S\" dims" : d == 2 ? "two \"S\" dims"
-                                                               : "one \"S\" or \"T\" dim");
+                            d == 3   ? "three \"S\" dims (or two and a \"T\" dim)"
+                            : d == 2 ? "two \"S\" dims (or one and a \"T\" dim)"
+                                     : "one \"S\" or \"T\" dim");
     /* Grouped: c in groups of c / G channels, each with its own
      * NumFiltersPerGroup filters. */
     const int64_t groups = !g ? 1 : p->dim == DLA_CHANNEL_WISE ? c : p->dim;
