@@ -192,13 +192,17 @@ static dla_status init_g(const dla_layer *l, const dla__shape *in, dla__param_si
 {
     const dla__props *p = &l->props;
     int ns = dla__shape_count(in, 'S');
-    int ok = d > 1 ? ns == d : (ns == 1 || (ns == 0 && dla__shape_count(in, 'T') == 1));
+    /* A 2-D or 3-D layer also takes MATLAB's spatio-temporal input, one
+     * "S" dim fewer and a "T" dim ("SCBT", "SSCBT"; forward). */
+    const int nt = dla__shape_count(in, 'T');
+    int ok = d > 1 ? ns == d || (ns == d - 1 && nt == 1) : (ns == 1 || (ns == 0 && nt == 1));
     int64_t c = dla__shape_dim(in, 'C');
     if (!ok || !c)
         return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; %s needs %s and a \"C\" dim",
                             in->format, type_of(d, t, g),
-                            d == 3 ? "three \"S\" dims" : d == 2 ? "two \"S\" dims"
-                                                               : "one \"S\" or \"T\" dim");
+                            d == 3   ? "three \"S\" dims (or two and a \"T\" dim)"
+                            : d == 2 ? "two \"S\" dims (or one and a \"T\" dim)"
+                                     : "one \"S\" or \"T\" dim");
     /* Grouped: c in groups of c / G channels, each with its own
      * NumFiltersPerGroup filters. */
     const int64_t groups = !g ? 1 : p->dim == DLA_CHANNEL_WISE ? c : p->dim;
@@ -308,7 +312,80 @@ static dla_status forward(const dla__props *p, dla__call *c, int d, int t)
         o.padding_mode = "same";
     else if (!strcmp(p->mode, "causal"))
         o.padding[0][0] = (p->size[0] - 1) * p->dilation[0];
-    c->y = (t ? dla_transpconv : dla_conv)(c->x[0], c->p[0], c->p[1], &o);
+    /* Image sequences ("SCBT", "SSCBT", "SSSCBT", or without "B"), as
+     * MATLAB's layers take them: each time step convolved alone over the
+     * "S" dims. dla_conv (dlconv) refuses "T" beside "S", so the steps
+     * join the batch (B and T are adjacent in canonical order, T last)
+     * and part again after: a view each way, no copy. The layer accepted
+     * these inputs at initialization and then failed in dla_conv. */
+    dla_tensor *x = c->x[0];
+    const char *f = dla_tensor_format(x);
+    const size_t n = strlen(f);
+    int64_t xd[DLA_MAX_DIMS];
+    const int nd = dla_tensor_dims(x, xd);
+    const int seq = n >= 3 && nd == (int)n && f[0] == 'S' && f[n - 1] == 'T';
+    int ns = 0;
+    for (size_t i = 0; i < n; i++)
+        ns += f[i] == 'S';
+    if (seq && d >= 2 && ns == d - 1) {
+        /* "SCBT" or "SCT" into a 2-D layer, "SSCBT" or "SSCT" into a 3-D
+         * one: MATLAB's spatio-temporal input, convolved over the "S" dims
+         * and then "T" as the last filter dim (a 2-D layer's width,
+         * Stride(2), Padding left and right; a 3-D one's depth), as its
+         * convolution2dLayer and convolution3dLayer do. dla_conv takes
+         * "T" as an "S" dim of an unformatted x ("SCBS"), a view. */
+        char df[DLA_MAX_DIMS + 1];
+        memcpy(df, f, n + 1);
+        df[n - 1] = 'S';
+        o.data_format = df;
+        dla_tensor *y = (t ? dla_transpconv : dla_conv)(dla_reshape(x, "", nd, xd), c->p[0],
+                                                        c->p[1], &o);
+        if (dla_tensor_status(y) != DLA_OK) {
+            c->y = y;
+            return dla__nn_fail(dla_tensor_status(y), "%s (the input's \"S\" and \"T\" dims "
+                                "convolved as the height and width, \"%s\" read as \"%s\")",
+                                dla_tensor_error(y), f, df);
+        }
+        int64_t yd[DLA_MAX_DIMS];
+        for (int i = dla_tensor_dims(y, yd); i < (int)n; i++)
+            yd[i] = 1;
+        c->y = dla_reshape(y, f, (int)n, yd);
+        return dla_tensor_status(c->y);
+    }
+    if (!seq) {
+        c->y = (t ? dla_transpconv : dla_conv)(x, c->p[0], c->p[1], &o);
+        return dla_tensor_status(c->y);
+    }
+    const int has_b = f[n - 2] == 'B';
+    char folded[DLA_MAX_DIMS + 2];
+    memcpy(folded, f, n - 1);
+    folded[n - 1] = '\0';
+    if (!has_b)
+        folded[n - 1] = 'B', folded[n] = '\0';
+    int64_t fd[DLA_MAX_DIMS];
+    memcpy(fd, xd, sizeof(int64_t) * (size_t)(n - 1));
+    if (has_b)
+        fd[n - 2] *= xd[n - 1];
+    else
+        fd[n - 1] = xd[n - 1];
+    const int fnd = has_b ? (int)n - 1 : (int)n;
+    dla_tensor *y = (t ? dla_transpconv : dla_conv)(dla_reshape(x, folded, fnd, fd), c->p[0],
+                                                    c->p[1], &o);
+    if (dla_tensor_status(y) != DLA_OK) {
+        /* Its message names the folded x: say what it was. */
+        char dims[96] = "";
+        for (int i = 0, k = 0; i < (int)n && k < (int)sizeof dims; i++)
+            k += snprintf(dims + k, sizeof dims - (size_t)k, "%s%lld", i ? "x" : "",
+                          (long long)xd[i]);
+        c->y = y;
+        return dla__nn_fail(dla_tensor_status(y), "%s (the input, %s %s, with each time step "
+                            "taken as an observation)", dla_tensor_error(y), dims, f);
+    }
+    int64_t yd[DLA_MAX_DIMS];
+    dla_tensor_dims(y, yd);
+    if (has_b)
+        yd[n - 2] = xd[n - 2], yd[n - 1] = xd[n - 1];
+    c->y = dla_reshape(y, f, (int)n, yd);
     return dla_tensor_status(c->y);
 }
 

@@ -75,15 +75,96 @@ static dla_status pool1d_check(const dla__props *p, const char *name)
     return check_n(p, name, 1);
 }
 
+/* The 2-D layers take MATLAB's spatio-temporal "SCBT" and "SCT" data too
+ * (one "S" dim and a "T" dim), pooled over "S" (the pool's height) and
+ * "T" (its width), as its 2-D pooling layers do. */
 static dla_status check_2s(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
 {
     (void)l;
     (void)nin;
     (void)sink;
-    if (dla__shape_count(in, 'S') != 2)
-        return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; 2-D pooling needs two \"S\" dims",
-                            in->format);
+    const int ns = dla__shape_count(in, 'S');
+    if (ns != 2 && !(ns == 1 && dla__shape_count(in, 'T') == 1))
+        return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; 2-D pooling needs two \"S\" dims "
+                            "(or one and a \"T\" dim)", in->format);
     return DLA_OK;
+}
+
+/* The windowed 3-D layers: "SSSCB", or spatio-temporal "SSCBT" (pooled
+ * over both "S" dims and "T"). */
+static dla_status check_3w(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
+{
+    (void)l;
+    (void)nin;
+    (void)sink;
+    const int ns = dla__shape_count(in, 'S');
+    if (ns != 3 && !(ns == 2 && dla__shape_count(in, 'T') == 1))
+        return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; 3-D pooling needs three \"S\" "
+                            "dims (or two and a \"T\" dim)", in->format);
+    return DLA_OK;
+}
+
+/* Whether x is spatio-temporal for a layer pooling np dims ("SCBT",
+ * "SCT" for 2-D; "SSCBT", "SSCT" for 3-D): np - 1 "S" dims, first, and
+ * "T" last. */
+static int spatio_temporal(dla_tensor *x, int np)
+{
+    const char *f = dla_tensor_format(x);
+    const size_t n = strlen(f);
+    int ns = 0;
+    for (size_t i = 0; i < n; i++)
+        ns += f[i] == 'S';
+    return ns == np - 1 && n >= (size_t)np + 1 && f[0] == 'S' && f[n - 1] == 'T' &&
+           dla_tensor_ndims(x) == (int)n;
+}
+
+/* Spatio-temporal x (S.., C, [B,] T) as images of S.. x T ("SSCB",
+ * "SSSCB", or without "B"): T moved after the "S" dims (a copy, as
+ * pooling reads dense x). */
+static dla_tensor *st_to_images(dla_tensor *x)
+{
+    int64_t d[DLA_MAX_DIMS], order[DLA_MAX_DIMS], pd[DLA_MAX_DIMS];
+    char f[DLA_MAX_DIMS + 1];
+    const char *xf = dla_tensor_format(x);
+    const int n = dla_tensor_dims(x, d);
+    int ns = 0;
+    while (xf[ns] == 'S')
+        ns++;
+    for (int i = 0; i < ns; i++)
+        order[i] = i + 1, pd[i] = d[i], f[i] = 'S';
+    order[ns] = n, pd[ns] = d[n - 1], f[ns] = 'S';
+    for (int i = ns + 1; i < n; i++)
+        order[i] = i, pd[i] = d[i - 1], f[i] = xf[i - 1];
+    f[n] = '\0';
+    dla_tensor *p = dla_permute(dla_reshape(x, "", n, d), n, order);
+    return dla_reshape(p, f, n, pd);
+}
+
+/* The pooled images y (S'.., T', C, [B]) back in x's layout and labels
+ * (S'.., C, [B,] T'); with drop_t, T' (of size 1) left out, as MATLAB's
+ * global 2-D pooling gives "SCB" for "SCBT". */
+static dla_tensor *st_from_images(dla_tensor *y, const char *xf, int drop_t)
+{
+    int64_t d[DLA_MAX_DIMS], order[DLA_MAX_DIMS], pd[DLA_MAX_DIMS];
+    const int n = (int)strlen(xf);
+    const int got = dla_tensor_dims(y, d);
+    for (int i = got; i < n; i++)
+        d[i] = 1;
+    int ns = 0;
+    while (xf[ns] == 'S')
+        ns++;
+    for (int i = 0; i < ns; i++)
+        order[i] = i + 1, pd[i] = d[i];
+    for (int i = ns; i < n - 1; i++)
+        order[i] = i + 2, pd[i] = d[i + 1];
+    order[n - 1] = ns + 1, pd[n - 1] = d[ns];
+    dla_tensor *p = dla_permute(dla_reshape(y, "", n, d), n, order);
+    if (!drop_t)
+        return dla_reshape(p, xf, n, pd);
+    char f[DLA_MAX_DIMS + 1];
+    memcpy(f, xf, (size_t)n - 1);
+    f[n - 1] = '\0';
+    return dla_reshape(p, f, n - 1, pd);
 }
 
 static dla_status check_3s(const dla_layer *l, int nin, const dla__shape *in, dla__param_sink *sink)
@@ -130,14 +211,20 @@ static dla_status max_forward_n(const dla__props *p, dla__call *c, int n)
 {
     dla_pool_options o = pool_opts(p, n);
     o.padding_value = NULL;
-    c->y = dla_maxpool(c->x[0], n, p->size, &o);
+    dla_tensor *x = c->x[0];
+    const int st = n >= 2 && spatio_temporal(x, n);
+    dla_tensor *y = dla_maxpool(st ? st_to_images(x) : x, n, p->size, &o);
+    c->y = st && dla_tensor_status(y) == DLA_OK ? st_from_images(y, dla_tensor_format(x), 0) : y;
     return dla_tensor_status(c->y);
 }
 
 static dla_status avg_forward_n(const dla__props *p, dla__call *c, int n)
 {
     dla_pool_options o = pool_opts(p, n);
-    c->y = dla_avgpool(c->x[0], n, p->size, &o);
+    dla_tensor *x = c->x[0];
+    const int st = n >= 2 && spatio_temporal(x, n);
+    dla_tensor *y = dla_avgpool(st ? st_to_images(x) : x, n, p->size, &o);
+    c->y = st && dla_tensor_status(y) == DLA_OK ? st_from_images(y, dla_tensor_format(x), 0) : y;
     return dla_tensor_status(c->y);
 }
 
@@ -245,13 +332,13 @@ const dla__layer_kind dla__kind_avgpool2d = {
 
 const dla__layer_kind dla__kind_maxpool3d = {
     .type = "maxPooling3d", .display = "3-D Max Pooling", .default_name = "maxpool3d",
-    .fields = pool3d_fields, .check = pool3d_check, .init = check_3s, .forward = max3d_forward,
+    .fields = pool3d_fields, .check = pool3d_check, .init = check_3w, .forward = max3d_forward,
     .describe = max3d_describe,
 };
 
 const dla__layer_kind dla__kind_avgpool3d = {
     .type = "averagePooling3d", .display = "3-D Average Pooling", .default_name = "avgpool3d",
-    .fields = pool3d_fields, .check = pool3d_check, .init = check_3s, .forward = avg3d_forward,
+    .fields = pool3d_fields, .check = pool3d_check, .init = check_3w, .forward = avg3d_forward,
     .describe = avg3d_describe,
 };
 
@@ -364,9 +451,14 @@ static dla_status check_1d(const dla_layer *l, int nin, const dla__shape *in, dl
     (void)nin;
     (void)sink;
     int ns = dla__shape_count(in, 'S'), nt = dla__shape_count(in, 'T');
-    if (!((ns == 1 && nt == 0) || (ns == 0 && nt == 1)))
+    /* "SCBT" (1-D image sequences) too, as MATLAB's: "S" pooled, every
+     * time step alone, which dla_global_maxpool and _avgpool do. Not with
+     * a padding mask, which marks the time steps, not "S". */
+    const int sequence_of_s = ns == 1 && nt == 1 && l->nin < 2;
+    if (!((ns == 1 && nt == 0) || (ns == 0 && nt == 1) || sequence_of_s))
         return dla__nn_fail(DLA_ERR_FORMAT, "the input is \"%s\"; 1-D global pooling needs one "
-                            "\"S\" or one \"T\" dim", in->format);
+                            "\"S\" or one \"T\" dim (or, without a padding mask, \"S\" and "
+                            "\"T\" of 1-D image sequences)", in->format);
     return dla__mask_check_init(l, in);
 }
 
@@ -426,17 +518,26 @@ static dla_status gavg1_forward(const dla__props *p, dla__call *c)
     return dla_tensor_status(c->y);
 }
 
+/* Global 2-D pooling of spatio-temporal x ("SCBT"): over "S" and "T",
+ * giving "SCB" with "S" of size 1, as MATLAB's (its 3-D kinds never see
+ * such x: their init wants three "S" dims). */
 static dla_status gmax2_forward(const dla__props *p, dla__call *c)
 {
     (void)p;
-    c->y = dla_global_maxpool(c->x[0]);
+    dla_tensor *x = c->x[0];
+    const int st = spatio_temporal(x, 2);
+    dla_tensor *y = dla_global_maxpool(st ? st_to_images(x) : x);
+    c->y = st && dla_tensor_status(y) == DLA_OK ? st_from_images(y, dla_tensor_format(x), 1) : y;
     return dla_tensor_status(c->y);
 }
 
 static dla_status gavg2_forward(const dla__props *p, dla__call *c)
 {
     (void)p;
-    c->y = dla_global_avgpool(c->x[0]);
+    dla_tensor *x = c->x[0];
+    const int st = spatio_temporal(x, 2);
+    dla_tensor *y = dla_global_avgpool(st ? st_to_images(x) : x);
+    c->y = st && dla_tensor_status(y) == DLA_OK ? st_from_images(y, dla_tensor_format(x), 1) : y;
     return dla_tensor_status(c->y);
 }
 

@@ -10,6 +10,7 @@
 
 #include "testutil.h"
 #include "tu_assert.h"
+#include "gradcheck.h"
 
 #include <dlaccel.h>
 #include <math.h>
@@ -483,6 +484,187 @@ static void conv1d_convolves_along_time_and_causal_pads_before(void **state)
     dla_scope_end();
 }
 
+/* One convolution layer named "c" on an image sequence x (its labels end
+ * in "T"): every time step is convolved alone over the "S" dims, as
+ * MATLAB's convolution layers take "SCBT", "SSCBT" and "SSSCBT" data, in
+ * predict and forward, with the layer's weights and bias through
+ * dla_conv (or dla_transpconv) of that step's slice; its gradients in the
+ * learnables are checked against central differences. */
+static void check_steps_alone(dla_layer *l, dla_tensor *x, int transposed,
+                              const dla_conv_options *o)
+{
+    dla_net *net = one(l, x);
+    dla_tensor *w = set_ramp(net, "c", "Weights", 0.05, -0.3);
+    dla_tensor *b = set_ramp(net, "c", "Bias", 0.5, -0.2);
+    dla_tensor *y = predict1(net, x);
+    assert_same(forward1(net, x), y);
+    const char *f = dla_tensor_format(x);
+    assert_string_equal(dla_tensor_format(y), f);
+    const int nd = dla_tensor_ndims(x), tdim = dla_tensor_find_dim(x, 'T');
+    assert_int_equal(tdim, nd);
+    assert_int_equal(dla_tensor_dim(y, tdim), dla_tensor_dim(x, tdim));
+    char step_fmt[DLA_MAX_DIMS + 1];
+    snprintf(step_fmt, sizeof step_fmt, "%.*s", nd - 1, f);
+    for (int64_t t = 0; t < dla_tensor_dim(x, tdim); t++) {
+        int64_t xd[DLA_MAX_DIMS], yd[DLA_MAX_DIMS];
+        dla_tensor_dims(x, xd);
+        dla_tensor_dims(y, yd);
+        dla_tensor *xs = dla_reshape(dla_slice(x, tdim, t, 1, t + 1), step_fmt, nd - 1, xd);
+        dla_tensor *ys = dla_reshape(dla_slice(y, tdim, t, 1, t + 1), step_fmt, nd - 1, yd);
+        dla_tensor *want = (transposed ? dla_transpconv : dla_conv)(xs, w, b, o);
+        if (!(maxdiff(ys, want) <= 1e-12))
+            fail_msg("%s: time step %lld differs from its own convolution by %g", f,
+                     (long long)t, maxdiff(ys, want));
+    }
+    dla_tensor *const in[2] = {w, b};
+    gc_check(gc_run_net, &(gc_net){net, x, 1}, 2, in, (int[]){1, 1}, 1e-6);
+    dla_net_free(net);
+}
+
+static void conv_layers_convolve_each_step_of_an_image_sequence(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    /* Before, the layers took these inputs at initialization and then
+     * failed there in dla_conv: "needs one C dim, at most one B dim and
+     * 1-3 S dims (or one T dim without S)". */
+    dla_conv_options o1 = {.stride = {2}, .padding = {{2}, {0}}};
+    check_steps_alone(dla_conv1d_layer(3, 4, &(dla_conv_layer_options){
+                          .stride = {2}, .padding_mode = "causal", .name = "c"}),
+                      ramp(DLA_F64, "SCBT", DLA_DIMS(7, 2, 3, 4), 0.2, -0.7), 0, &o1);
+    dla_conv_options o2 = {.stride = {1, 2}, .dilation = {2, 1}, .padding_mode = "same"};
+    check_steps_alone(dla_conv2d_layer(2, 3, 3, &(dla_conv_layer_options){
+                          .stride = {1, 2}, .dilation = {2, 1}, .padding_mode = "same",
+                          .name = "c"}),
+                      ramp(DLA_F64, "SSCBT", DLA_DIMS(5, 6, 2, 2, 3), 0.3, -1), 0, &o2);
+    /* Without a "B" dim: the steps are the batch. */
+    dla_conv_options o3 = {.padding = {{1, 0, 1}, {0, 1, 0}}};
+    check_steps_alone(dla_conv3d_layer(2, 2, 2, 2, &(dla_conv_layer_options){
+                          .padding = {1, 0, 0, 1, 1, 0}, .name = "c"}),
+                      ramp(DLA_F64, "SSSCT", DLA_DIMS(3, 4, 3, 2, 3), 0.1, -0.4), 0, &o3);
+    dla_conv_options og = {0};
+    check_steps_alone(dla_grouped_conv2d_layer(2, 2, 2, DLA_CHANNEL_WISE,
+                                               &(dla_conv_layer_options){.name = "c"}),
+                      ramp(DLA_F64, "SSCBT", DLA_DIMS(4, 3, 3, 2, 2), 0.4, -0.9), 0, &og);
+    dla_conv_options ot = {.stride = {2, 3}, .padding_mode = "same"};
+    check_steps_alone(dla_transposed_conv2d_layer(3, 2, 2, &(dla_transposed_conv_layer_options){
+                          .stride = {2, 3}, .cropping_mode = "same", .name = "c"}),
+                      ramp(DLA_F64, "SSCBT", DLA_DIMS(3, 2, 3, 2, 2), 0.2, -0.3), 1, &ot);
+    dla_conv_options ot1 = {.stride = {2}, .padding = {{1}, {0}}};
+    check_steps_alone(dla_transposed_conv1d_layer(3, 2, &(dla_transposed_conv_layer_options){
+                          .stride = {2}, .cropping = {1, 0}, .name = "c"}),
+                      ramp(DLA_F64, "SCT", DLA_DIMS(4, 3, 5), 0.6, -1.1), 1, &ot1);
+    /* A filter longer than the steps: dla_conv's words, and what the
+     * input was before its steps joined the batch. */
+    dla_layer *l = dla_conv1d_layer(9, 2, &(dla_conv_layer_options){.name = "c"});
+    dla_net *bad = dla_net_create(1, &l);
+    dla_tensor *x = ramp(DLA_F64, "SCBT", DLA_DIMS(7, 2, 3, 4), 0.2, -0.7);
+    assert_int_equal(dla_net_init(bad, 1, &x), DLA_ERR_SHAPE);
+    assert_non_null(strstr(dla_last_error(), "a filter spanning 9 elements does not fit"));
+    assert_non_null(strstr(dla_last_error(), "(the input, 7x2x3x4 SCBT, with each time step "
+                                             "taken as an observation)"));
+    dla_net_free(bad);
+    dla_scope_end();
+}
+
+/* Spatio-temporal x (S.., C, [B,] T) permuted to images of S.. x T
+ * (T moved after the "S" dims, labeled "S"), and images y (S'.., T', C,
+ * [B]) permuted back to x's layout with x's labels xf. */
+static dla_tensor *st_images(dla_tensor *x)
+{
+    int64_t d[DLA_MAX_DIMS], order[DLA_MAX_DIMS], pd[DLA_MAX_DIMS];
+    char f[DLA_MAX_DIMS + 1];
+    const char *xf = dla_tensor_format(x);
+    const int n = dla_tensor_dims(x, d);
+    int ns = 0;
+    while (xf[ns] == 'S')
+        ns++;
+    for (int i = 0; i < ns; i++)
+        order[i] = i + 1, pd[i] = d[i], f[i] = 'S';
+    order[ns] = n, pd[ns] = d[n - 1], f[ns] = 'S';
+    for (int i = ns + 1; i < n; i++)
+        order[i] = i, pd[i] = d[i - 1], f[i] = xf[i - 1];
+    f[n] = '\0';
+    return dla_reshape(dla_permute(dla_reshape(x, "", n, d), n, order), f, n, pd);
+}
+
+static dla_tensor *st_back(dla_tensor *y, const char *xf)
+{
+    int64_t d[DLA_MAX_DIMS], order[DLA_MAX_DIMS], pd[DLA_MAX_DIMS];
+    const int n = (int)strlen(xf);
+    for (int i = dla_tensor_dims(y, d); i < n; i++)
+        d[i] = 1;
+    int ns = 0;
+    while (xf[ns] == 'S')
+        ns++;
+    for (int i = 0; i < ns; i++)
+        order[i] = i + 1, pd[i] = d[i];
+    for (int i = ns; i < n - 1; i++)
+        order[i] = i + 2, pd[i] = d[i + 1];
+    order[n - 1] = ns + 1, pd[n - 1] = d[ns];
+    return dla_reshape(dla_permute(dla_reshape(y, "", n, d), n, order), xf, n, pd);
+}
+
+/* A 2-D or 3-D convolution layer named "c" on spatio-temporal data x
+ * ("SCBT", "SCT"; "SSCBT"): convolved over the "S" dims and "T" (the
+ * filter's last dim), as MATLAB's layers take it, against dla_conv (or
+ * dla_transpconv) of x permuted to images (T after the "S" dims) and the
+ * result permuted back; finite-difference gradients in the learnables. */
+static void check_spatio_temporal(dla_layer *l, dla_tensor *x, int transposed,
+                                  const dla_conv_options *o)
+{
+    dla_net *net = one(l, x);
+    dla_tensor *w = set_ramp(net, "c", "Weights", 0.05, -0.3);
+    dla_tensor *b = set_ramp(net, "c", "Bias", 0.5, -0.2);
+    dla_tensor *y = predict1(net, x);
+    assert_same(forward1(net, x), y);
+    const char *f = dla_tensor_format(x);
+    assert_string_equal(dla_tensor_format(y), f);
+    dla_tensor *want = (transposed ? dla_transpconv : dla_conv)(st_images(x), w, b, o);
+    assert_int_equal(dla_tensor_status(want), DLA_OK);
+    dla_tensor *back = st_back(want, f);
+    for (int i = 1; i <= dla_tensor_ndims(x); i++)
+        assert_int_equal(dla_tensor_dim(y, i), dla_tensor_dim(back, i));
+    if (!(maxdiff(y, back) <= 1e-12))
+        fail_msg("%s: differs from the permuted convolution by %g", f, maxdiff(y, back));
+    dla_tensor *const in[2] = {w, b};
+    gc_check(gc_run_net, &(gc_net){net, x, 1}, 2, in, (int[]){1, 1}, 1e-6);
+    dla_net_free(net);
+}
+
+static void two_d_conv_layers_convolve_over_s_and_t_of_spatio_temporal_data(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    /* Before, "SCBT" was refused at initialization: "convolution2d needs
+     * two "S" dims and a "C" dim". */
+    dla_conv_options o = {.stride = {2, 1}, .dilation = {1, 2}, .padding = {{1, 0}, {0, 2}}};
+    check_spatio_temporal(dla_conv2d_layer(3, 2, 3, &(dla_conv_layer_options){
+                              .stride = {2, 1}, .dilation = {1, 2}, .padding = {1, 0, 0, 2},
+                              .name = "c"}),
+                          ramp(DLA_F64, "SCBT", DLA_DIMS(7, 2, 3, 6), 0.2, -0.7), 0, &o);
+    dla_conv_options og = {.stride = {1, 2}, .padding_mode = "same"};
+    check_spatio_temporal(dla_grouped_conv2d_layer(2, 3, 2, 2, &(dla_conv_layer_options){
+                              .stride = {1, 2}, .padding_mode = "same", .name = "c"}),
+                          ramp(DLA_F64, "SCT", DLA_DIMS(5, 4, 7), 0.3, -1), 0, &og);
+    dla_conv_options ot = {.stride = {2, 3}, .padding = {{1, 0}, {0, 1}}};
+    check_spatio_temporal(dla_transposed_conv2d_layer(3, 2, 2, &(dla_transposed_conv_layer_options){
+                              .stride = {2, 3}, .cropping = {1, 0, 0, 1}, .name = "c"}),
+                          ramp(DLA_F64, "SCBT", DLA_DIMS(3, 2, 2, 4), 0.2, -0.3), 1, &ot);
+    /* 3-D: "SSCBT" over S, S and T (the filter's depth). */
+    dla_conv_options o3 = {.stride = {1, 2, 2}, .padding = {{1, 0, 1}, {0, 1, 0}}};
+    check_spatio_temporal(dla_conv3d_layer(2, 2, 3, 2, &(dla_conv_layer_options){
+                              .stride = {1, 2, 2}, .padding = {1, 0, 0, 1, 1, 0}, .name = "c"}),
+                          ramp(DLA_F64, "SSCBT", DLA_DIMS(4, 5, 2, 2, 6), 0.1, -0.4), 0, &o3);
+    /* A 3-D layer still refuses one "S" dim and "T". */
+    dla_layer *l = dla_conv3d_layer(2, 2, 2, 2, NULL);
+    dla_net *bad = dla_net_create(1, &l);
+    dla_tensor *x = ramp(DLA_F64, "SCBT", DLA_DIMS(4, 2, 3, 4), 0.2, -0.7);
+    assert_int_equal(dla_net_init(bad, 1, &x), DLA_ERR_FORMAT);
+    dla_net_free(bad);
+    dla_scope_end();
+}
+
 static void batchnorm_forward_uses_the_batch_and_predict_the_stored_statistics(void **state)
 {
     (void)state;
@@ -651,8 +833,114 @@ static void pooling_layers_match_their_ops(void **state)
     assert_true(maxdiff(y, dla_global_maxpool(s)) == 0);
     dla_net *a1 = one(dla_global_avgpool1d_layer(NULL), s);
     assert_true(maxdiff(predict1(a1, s), dla_global_avgpool(s)) < 1e-12);
-    dla_net *nets[] = {mp, ap, g2, gm2, g1, a1};
-    for (int i = 0; i < 6; i++)
+    /* 1-D image sequences ("SCBT"), as MATLAB's: "S" pooled, each step
+     * alone, "S" kept with size 1 (as for "SCB"). They were refused at
+     * initialization: "1-D global pooling needs one "S" or one "T" dim". */
+    dla_tensor *st = ramp(DLA_F64, "SCBT", DLA_DIMS(5, 3, 2, 4), 0.4, -2);
+    dla_net *gs = one(dla_global_maxpool1d_layer(NULL), st);
+    y = predict1(gs, st);
+    assert_string_equal(dla_tensor_format(y), "SCBT");
+    assert_int_equal(dla_tensor_dim(y, 1), 1);
+    assert_int_equal(dla_tensor_dim(y, 4), 4);
+    double *sh = malloc(sizeof *sh * 5 * 3 * 2 * 4), *yh = malloc(sizeof *yh * 3 * 2 * 4);
+    assert_int_equal(dla_tensor_to_host(st, sh, sizeof *sh * 5 * 3 * 2 * 4), DLA_OK);
+    assert_int_equal(dla_tensor_to_host(y, yh, sizeof *yh * 3 * 2 * 4), DLA_OK);
+    for (int q = 0; q < 3 * 2 * 4; q++) { /* (channel, observation, step) */
+        double m = -INFINITY;
+        for (int i = 0; i < 5; i++)
+            m = fmax(m, sh[i + 5 * q]);
+        tu_assert_near(yh[q], m, 0);
+    }
+    dla_net *as = one(dla_global_avgpool1d_layer(NULL), st);
+    y = forward1(as, st);
+    assert_string_equal(dla_tensor_format(y), "SCBT");
+    assert_int_equal(dla_tensor_to_host(y, yh, sizeof *yh * 3 * 2 * 4), DLA_OK);
+    for (int q = 0; q < 3 * 2 * 4; q++) {
+        double m = 0;
+        for (int i = 0; i < 5; i++)
+            m += sh[i + 5 * q] / 5;
+        tu_assert_near(yh[q], m, 1e-13);
+    }
+    free(sh);
+    free(yh);
+    dla_net *nets[] = {mp, ap, g2, gm2, g1, a1, gs, as};
+    for (int i = 0; i < 8; i++)
+        dla_net_free(nets[i]);
+    dla_scope_end();
+}
+
+/* 2-D pooling layers on spatio-temporal data ("SCBT", "SCT"), as MATLAB's:
+ * over "S" (the pool's height) and "T" (its width), against the op on x
+ * permuted to images of S x T, element by element; the global ones give
+ * "SCB" (S of size 1, T dropped); a 3-D one on "SSCT", over S, S and T.
+ * They were refused at initialization ("2-D pooling needs two "S" dims"). */
+static void two_d_pooling_layers_pool_over_s_and_t_of_spatio_temporal_data(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = ramp(DLA_F64, "SCBT", DLA_DIMS(7, 2, 3, 6), 0.7, -3);
+    dla_pool_options o = {.stride = {2, 1}, .padding = {{1, 0}, {0, 1}}};
+    dla_net *mp = one(dla_maxpool2d_layer(3, 2, &(dla_pool_layer_options){
+        .stride = {2, 1}, .padding = {1, 0, 0, 1}}), x);
+    dla_tensor *y = predict1(mp, x);
+    assert_string_equal(dla_tensor_format(y), "SCBT");
+    dla_tensor *want = dla_maxpool(st_images(x), DLA_DIMS(3, 2), &o); /* S' x T' x C x B */
+    const int64_t so = dla_tensor_dim(want, 1), to = dla_tensor_dim(want, 2);
+    assert_int_equal(so, 3); /* (7 + 1 - 3) / 2 + 1 */
+    assert_int_equal(to, 6); /* (6 + 1 - 2) / 1 + 1 */
+    assert_int_equal(dla_tensor_dim(y, 1), so);
+    assert_int_equal(dla_tensor_dim(y, 4), to);
+    for (int64_t i = 0; i < so; i++)
+        for (int64_t t = 0; t < to; t++)
+            for (int64_t q = 0; q < 2 * 3; q++) /* channel + 2 * observation */
+                tu_assert_near(dla_tensor_item(y, i + so * (q + 6 * t)),
+                               dla_tensor_item(want, i + so * (t + to * q)), 0);
+    dla_tensor *s = ramp(DLA_F64, "SCT", DLA_DIMS(5, 2, 7), 0.3, -1);
+    dla_pool_options oa = {.stride = {1, 2}, .padding_mode = "same", .padding_value = "mean"};
+    dla_net *ap = one(dla_avgpool2d_layer(2, 3, &(dla_pool_layer_options){
+        .stride = {1, 2}, .padding_mode = "same", .padding_value = "mean"}), s);
+    y = forward1(ap, s);
+    assert_string_equal(dla_tensor_format(y), "SCT");
+    want = dla_avgpool(st_images(s), DLA_DIMS(2, 3), &oa); /* 5 x 4 x 2 */
+    assert_int_equal(dla_tensor_dim(y, 3), 4);
+    for (int64_t i = 0; i < 5; i++)
+        for (int64_t t = 0; t < 4; t++)
+            for (int64_t c = 0; c < 2; c++)
+                tu_assert_near(dla_tensor_item(y, i + 5 * (c + 2 * t)),
+                               dla_tensor_item(want, i + 5 * (t + 4 * c)), 1e-14);
+    /* 3-D on "SSCT": over S, S and T. */
+    dla_tensor *v = ramp(DLA_F64, "SSCT", DLA_DIMS(4, 5, 2, 6), 0.9, -2);
+    dla_pool_options o3 = {.stride = {1, 2, 2}, .padding = {{1, 0, 0}, {0, 1, 1}}};
+    dla_net *m3 = one(dla_maxpool3d_layer(2, 2, 3, &(dla_pool_layer_options){
+        .stride = {1, 2, 2}, .padding = {1, 0, 0, 1, 0, 1}}), v);
+    y = predict1(m3, v);
+    assert_string_equal(dla_tensor_format(y), "SSCT");
+    want = st_back(dla_maxpool(st_images(v), DLA_DIMS(2, 2, 3), &o3), "SSCT");
+    for (int i = 1; i <= 4; i++)
+        assert_int_equal(dla_tensor_dim(y, i), dla_tensor_dim(want, i));
+    assert_true(maxdiff(y, want) == 0);
+    dla_net_free(m3);
+    dla_net *gm = one(dla_global_maxpool2d_layer(NULL), x);
+    dla_net *ga = one(dla_global_avgpool2d_layer(NULL), x);
+    dla_tensor *ym = predict1(gm, x), *ya = predict1(ga, x);
+    assert_string_equal(dla_tensor_format(ym), "SCB");
+    assert_string_equal(dla_tensor_format(ya), "SCB");
+    assert_int_equal(dla_tensor_dim(ym, 1), 1);
+    assert_int_equal(dla_tensor_dim(ym, 2), 2);
+    assert_int_equal(dla_tensor_dim(ym, 3), 3);
+    for (int64_t q = 0; q < 6; q++) {
+        double m = -INFINITY, sum = 0;
+        for (int64_t t = 0; t < 6; t++)
+            for (int64_t i = 0; i < 7; i++) {
+                const double v = dla_tensor_item(x, i + 7 * (q + 6 * t));
+                m = fmax(m, v);
+                sum += v;
+            }
+        tu_assert_near(dla_tensor_item(ym, q), m, 0);
+        tu_assert_near(dla_tensor_item(ya, q), sum / 42, 1e-13);
+    }
+    dla_net *nets[] = {mp, ap, gm, ga};
+    for (int i = 0; i < 4; i++)
         dla_net_free(nets[i]);
     dla_scope_end();
 }
@@ -2410,12 +2698,15 @@ int main(void)
         TU_TEST(resize3d_and_reference_inputs_are_dla_resize),
         TU_TEST(self_attention_is_projections_around_dla_attention),
         TU_TEST(conv1d_convolves_along_time_and_causal_pads_before),
+        TU_TEST(conv_layers_convolve_each_step_of_an_image_sequence),
+        TU_TEST(two_d_conv_layers_convolve_over_s_and_t_of_spatio_temporal_data),
         TU_TEST(batchnorm_forward_uses_the_batch_and_predict_the_stored_statistics),
         TU_TEST(activations_match_their_ops),
         TU_TEST(smooth_activations_match_their_ops),
         TU_TEST(per_observation_normalizations_match_their_ops),
         TU_TEST(pooling_layers_match_their_ops),
         TU_TEST(one_d_pooling_layers_match_their_ops),
+        TU_TEST(two_d_pooling_layers_pool_over_s_and_t_of_spatio_temporal_data),
         TU_TEST(grouped_convolution_layer_is_dla_conv_with_groups),
         TU_TEST(three_d_layers_match_their_ops),
         TU_TEST(auto_normalization_dimension_follows_the_statistics_given),

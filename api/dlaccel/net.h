@@ -258,7 +258,16 @@ typedef struct dla_conv_layer_options {
     const char *bias_initializer;
 } dla_conv_layer_options;
 /* MATLAB convolution1dLayer(filterSize, numFilters): convolution along the
- * "T" dim of "CBT" sequences, or the "S" dim of "SCB" data. */
+ * "T" dim of "CBT" sequences, or the "S" dim of "SCB" data. Every
+ * convolution layer (1-D, 2-D, 3-D, grouped, transposed) also takes image
+ * sequences, its "S" dims followed by "C", "B" (or not) and "T" ("SCBT",
+ * "SSCBT", "SSSCBT"), as MATLAB's do: each time step is convolved alone
+ * over the "S" dims (dla_conv itself refuses "T" beside "S"). The 2-D
+ * ones (convolution2d, groupedConvolution2d, transposedConv2d) take
+ * MATLAB's spatio-temporal "SCBT" and "SCT" data too, convolved over "S"
+ * (the filter's height, the first stride and dilation, padding top and
+ * bottom) and "T" (its width, the second, left and right); the 3-D ones
+ * "SSCBT" and "SSCT", over "S", "S" and "T" (the filter's depth). */
 DLA_API dla_layer *dla_conv1d_layer(int64_t filter_size, int64_t num_filters,
                                     const dla_conv_layer_options *opts);
 /* MATLAB convolution2dLayer([fh fw], numFilters) on "SSCB" images. */
@@ -442,13 +451,18 @@ typedef struct dla_pool_layer_options {
     const char *padding_mode; /* NULL or "same" */
     const char *padding_value; /* averagePooling2d: NULL/"zero" or "mean" */
 } dla_pool_layer_options;
-/* MATLAB maxPooling2dLayer([ph pw]) and averagePooling2dLayer([ph pw]). */
+/* MATLAB maxPooling2dLayer([ph pw]) and averagePooling2dLayer([ph pw]):
+ * over the two "S" dims of "SSCB" data (each time step alone for
+ * "SSCBT"), or over "S" (ph, the first stride, padding top and bottom)
+ * and "T" (pw, the second, left and right) of MATLAB's spatio-temporal
+ * "SCBT" and "SCT" data. */
 DLA_API dla_layer *dla_maxpool2d_layer(int64_t pool_height, int64_t pool_width,
                                        const dla_pool_layer_options *opts);
 DLA_API dla_layer *dla_avgpool2d_layer(int64_t pool_height, int64_t pool_width,
                                        const dla_pool_layer_options *opts);
 /* MATLAB maxPooling3dLayer([ph pw pd]) and averagePooling3dLayer([ph pw
- * pd]) on "SSSCB" volumes. */
+ * pd]) on "SSSCB" volumes, or over "S", "S" and "T" (pd) of MATLAB's
+ * spatio-temporal "SSCBT" and "SSCT" data. */
 DLA_API dla_layer *dla_maxpool3d_layer(int64_t pool_height, int64_t pool_width,
                                        int64_t pool_depth, const dla_pool_layer_options *opts);
 DLA_API dla_layer *dla_avgpool3d_layer(int64_t pool_height, int64_t pool_width,
@@ -472,9 +486,12 @@ DLA_API dla_layer *dla_avgpool1d_layer(int64_t pool_size, const dla_pool1d_layer
 
 /* MATLAB globalMaxPooling1dLayer and globalAveragePooling1dLayer: over
  * "T" for "CBT" sequences, whose "T" dim is then dropped ("CB" out), or
- * over the "S" dim of "SCB" data (kept with size 1). globalMaxPooling2d
+ * over the "S" dim of "SCB" data (kept with size 1) and of "SCBT" 1-D
+ * image sequences (each time step alone; not with a padding mask, which
+ * marks time steps). globalMaxPooling2d
  * and globalAveragePooling2dLayer: over the two "S" dims of "SSCB" data
- * (1x1xCxN out). The 1-D ones take has_padding_mask_input (not an option
+ * (1x1xCxN out), or over "S" and "T" of spatio-temporal "SCBT" data
+ * ("SCB" out, 1xCxN, as MATLAB's). The 1-D ones take has_padding_mask_input (not an option
  * of MATLAB's; its selfAttentionLayer's HasPaddingMaskInput): a second
  * input, "mask", as dla_self_attention_layer's (the input's format,
  * observations and steps, any channels, the first nonzero at data steps),
