@@ -10,7 +10,7 @@ unset DLACCEL_DEVICE DLACCEL_PLUGINS_DISABLE DLACCEL_LOG
 DLACCEL_PLUGIN_PATH="$plugins"
 export DLACCEL_PLUGIN_PATH
 
-echo "1..33"
+echo "1..34"
 n=0
 # check DESCRIPTION EXPECTED-STATUS PATTERN...: runs the tool (arguments in
 # $args, output in $tmp/out), compares the status and greps each pattern.
@@ -75,6 +75,25 @@ with DLACCEL_PLUGIN_PATH="$tmp:$plugins" DLACCEL_LOG=debug -- \
     "manifest $tmp/broken.json: invalid JSON at line 1" \
     "cannot load library $tmp/libdlaccel-cpu2.so: " \
     "plugin 'cpu': dlopen " "calling dlaccel_plugin_init" "default device cpu:0"
+
+# A manifest's text is shown with its control characters escaped: a
+# description holding "\u001b[2J" cleared the terminal (written raw).
+mkdir "$tmp/esc"
+printf '{"file_format_version": "1.0.0", "plugin": {"name": "esc",\n' >"$tmp/esc/esc.json"
+printf ' "description": "clear\\u001b[2Jme\\u0007 \\u009b1m caf\\u00e9",\n' >>"$tmp/esc/esc.json"
+printf ' "library_path": "libdlaccel-esc.so", "abi_version": "1.0"}}\n' >>"$tmp/esc/esc.json"
+n=$((n + 1))
+DLACCEL_PLUGIN_PATH="$tmp/esc:$plugins" "$tool" devices >"$tmp/out" 2>&1
+got=$?
+esc=$(printf '\033')
+c1=$(printf '\302\233')
+if [ $got -eq 0 ] && grep -qF 'description   clear\x1b[2Jme\x07 \u009b1m café' "$tmp/out" &&
+    ! grep -q "$esc" "$tmp/out" && ! grep -q "$c1" "$tmp/out"; then
+    echo "ok $n - a manifest's description is shown with its control characters escaped"
+else
+    cat -v "$tmp/out" | sed 's/^/#   /'
+    echo "not ok $n - a manifest's description is shown with its control characters escaped (exit $got)"
+fi
 
 # The instruction set the cpu plugin's kernels run with is this CPU's
 # widest one they were written for (AVX-512, else AVX2), not the baseline
