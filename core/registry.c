@@ -17,6 +17,7 @@
 #include "core/alloc.h"
 #include "core/breadcrumb.h"
 #include "core/device.h"
+#include "core/env_choice.h"
 #include "core/error.h"
 #include "core/kernels.h"
 #include "core/log.h"
@@ -709,14 +710,24 @@ static dla_status discover(void)
     dla_status st = env_copy("DLACCEL_DEVICE", &reg.env_device);
     if (st == DLA_OK)
         st = env_copy("DLACCEL_PLUGINS_DISABLE", &reg.env_disable);
+    /* off: only DLACCEL_PLUGIN_PATH is searched, so what an installation
+     * put in the compiled-in folder cannot change a program that brings
+     * its plugins (the test suite: an installed opencl plugin moved the
+     * default device and caught a fake plugin's crash). */
+    static atomic_int warned_installed;
+    static const char *const installed_values[] = {"on", "1", "yes", "off", "0", "no", NULL};
+    const int installed =
+        dla__env_choice("DLACCEL_INSTALLED_PLUGINS", installed_values, &warned_installed, dla__log);
     if (st == DLA_OK)
-        st = dla__search_path_build(path, DLACCEL_PLUGINS_DIR, &reg.folders, &reg.folder_count);
+        st = dla__search_path_build(path, installed >= 3 ? NULL : DLACCEL_PLUGINS_DIR, &reg.folders,
+                                    &reg.folder_count);
     if (st != DLA_OK)
         return st;
     dla__breadcrumb_report();
     check_disable_entries(reg.env_disable);
-    dla__log(DLA_LOG_DEBUG, "discovery: DLACCEL_PLUGIN_PATH=%s, installed folder %s, %d folder(s) to search",
-             path ? path : "(unset)", DLACCEL_PLUGINS_DIR, reg.folder_count);
+    dla__log(DLA_LOG_DEBUG, "discovery: DLACCEL_PLUGIN_PATH=%s, installed folder %s%s, %d folder(s) to search",
+             path ? path : "(unset)", DLACCEL_PLUGINS_DIR,
+             installed >= 3 ? " (not searched: DLACCEL_INSTALLED_PLUGINS=off)" : "", reg.folder_count);
     for (int i = 0; i < reg.folder_count && st == DLA_OK; i++) {
         dla__search_folder *f = &reg.folders[i];
         char **files;

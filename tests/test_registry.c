@@ -213,6 +213,7 @@ static int setup(void **state)
     setenv("DLACCEL_LOG", "debug", 1);
     unsetenv("DLACCEL_DEVICE");
     unsetenv("DLACCEL_PLUGINS_DISABLE");
+    unsetenv("DLACCEL_INSTALLED_PLUGINS");
     remove_tree(DLACCEL_PLUGINS_DIR);
     dla__registry_reset();
     dla_clear_error();
@@ -229,6 +230,7 @@ static int teardown(void **state)
     remove_tree(DLACCEL_PLUGINS_DIR);
     unsetenv("DLACCEL_DEVICE");
     unsetenv("DLACCEL_PLUGINS_DISABLE");
+    unsetenv("DLACCEL_INSTALLED_PLUGINS");
     return 0;
 }
 
@@ -877,6 +879,37 @@ static void plugin_path_comes_before_the_installed_folder(void **state)
     assert_good_still_loads();
 }
 
+/* DLACCEL_INSTALLED_PLUGINS=off: only DLACCEL_PLUGIN_PATH is searched (a
+ * test that brings its plugins, unchanged by an installation); a value
+ * outside the set warns and the folder is searched. */
+static void installed_folder_is_left_out_when_asked(void **state)
+{
+    assert_int_equal(mkdir(DLACCEL_PLUGINS_DIR, 0755), 0);
+    plugin_manifest(DLACCEL_PLUGINS_DIR, "installed.json", "installed",
+                    fake_copy(DLACCEL_PLUGINS_DIR, "fake_good", "installed.so"), "1.0", 99);
+    good_manifest(dir);
+    setenv("DLACCEL_INSTALLED_PLUGINS", "off", 1);
+    dla__registry_reset();
+    capture_begin();
+    int devices = dla_device_count();
+    const char *log = capture_end();
+    assert_int_equal(devices, 1);
+    assert_int_equal(dla_manifest_folder_count(), 1);
+    assert_int_equal(dla_manifest_count(), 1);
+    assert_contains(log, "(not searched: DLACCEL_INSTALLED_PLUGINS=off)");
+    assert_string_equal(dla_device_name(dla_device_default()), "good:0");
+
+    setenv("DLACCEL_INSTALLED_PLUGINS", "of", 1);
+    dla__registry_reset();
+    capture_begin();
+    devices = dla_device_count();
+    log = capture_end();
+    assert_int_equal(devices, 2);
+    assert_int_equal(dla_manifest_folder_count(), 2);
+    assert_contains(log, "DLACCEL_INSTALLED_PLUGINS=of is not one of its values");
+    assert_string_equal(dla_device_name(dla_device_default()), "installed:0");
+}
+
 static void unreadable_folder_in_plugin_path_is_reported_and_passed(void **state)
 {
     good_manifest(dir);
@@ -1147,6 +1180,7 @@ int main(void)
         T(hard_link_to_a_loaded_library_fails_naming_its_plugin),
         T(cpu_keeps_its_library_from_a_plugin_found_before_it),
         T(plugin_path_comes_before_the_installed_folder),
+        T(installed_folder_is_left_out_when_asked),
         T(unreadable_folder_in_plugin_path_is_reported_and_passed),
         T(device_list_falls_back_past_an_unknown_name),
         T(device_list_of_only_an_unknown_name_fails_without_fallback),

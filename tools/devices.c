@@ -78,7 +78,8 @@ static const char *env_or_unset(const char *name)
 static void print_environment(void)
 {
     static const char *const vars[] = {"DLACCEL_PLUGIN_PATH", "DLACCEL_DEVICE",
-                                       "DLACCEL_PLUGINS_DISABLE", "DLACCEL_LOG"};
+                                       "DLACCEL_PLUGINS_DISABLE", "DLACCEL_INSTALLED_PLUGINS",
+                                       "DLACCEL_LOG"};
     printf("Environment:\n");
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
     {
