@@ -10,7 +10,7 @@ unset DLACCEL_DEVICE DLACCEL_PLUGINS_DISABLE DLACCEL_LOG
 DLACCEL_PLUGIN_PATH="$plugins"
 export DLACCEL_PLUGIN_PATH
 
-echo "1..34"
+echo "1..35"
 n=0
 # check DESCRIPTION EXPECTED-STATUS PATTERN...: runs the tool (arguments in
 # $args, output in $tmp/out), compares the status and greps each pattern.
@@ -208,6 +208,20 @@ for bad in "--seed -1" "--seed 99999999999999999999999" "--case 2147483647" "--c
     check "check-plugin $bad exits 2 with the reason" 2 "dlaccel check-plugin: "
 done
 
+
+# --case I runs case I of each kernel at once: the cases are numbered
+# 0, 1, ... each with its own random stream, and the loop counted up to I
+# (--case 2000000000: two billion skipped indices per kernel, 26 s).
+n=$((n + 1))
+timeout 10 "$tool" check-plugin --case 2000000000 "$plugins/cpu.json" >"$tmp/out" 2>&1
+got=$?
+if [ $got -eq 0 ] && grep -qF "case 2000000000 of each kernel" "$tmp/out" &&
+    grep -q "^every case passed" "$tmp/out"; then
+    echo "ok $n - check-plugin --case 2000000000 runs that case of each kernel at once"
+else
+    sed 's/^/#   /' "$tmp/out" | tail -n 5
+    echo "not ok $n - check-plugin --case 2000000000 (exit $got; 124: over 10 s)"
+fi
 
 # The kernels of the suite, as an unknown --kernel lists them from the
 # table the suite runs, are each named by `dlaccel help check-plugin` and
