@@ -80,7 +80,7 @@ static void key_free(key *k)
 typedef enum miss_kind {
     MISS_FIRST, MISS_MODE, MISS_NIN, MISS_NOUT, MISS_STRUCTURE, MISS_DTYPE, MISS_DIMS, MISS_FORMAT,
     MISS_DEVICE, MISS_SAME, MISS_LAYOUT, MISS_CURRENT, MISS_VALUES, MISS_EVICTED, MISS_STALE,
-    MISS_COUNT
+    MISS_REPLAY, MISS_COUNT
 } miss_kind;
 
 static const char *const miss_names[] = {
@@ -88,7 +88,7 @@ static const char *const miss_names[] = {
     "ctx key (its structure or a value it writes)",
     "input dtype", "input dims", "input format", "input device", "same tensor in two places",
     "input layout", "current device",
-    "non-tensor input values", "trace evicted", "stale constant",
+    "non-tensor input values", "trace evicted", "stale constant", "failed replay",
 };
 _Static_assert(sizeof miss_names / sizeof miss_names[0] == MISS_COUNT, "miss names");
 
@@ -537,6 +537,8 @@ static void touch(dla_accel *af, int i)
 
 /* ------------------------------------------------------------ statistics */
 
+static void note_miss(dla_accel *af, miss_kind kind);
+
 static void note_call(dla_accel *af, int miss, miss_kind kind)
 {
     af->calls++;
@@ -545,6 +547,29 @@ static void note_call(dla_accel *af, int miss, miss_kind kind)
         af->hits++;
         return;
     }
+    note_miss(af, kind);
+}
+
+/* A call counted as a hit whose replay then failed: it found a trace but
+ * was not served by one, so it is a call and no hit (MATLAB's HitRate is
+ * the share of calls that reused a cached trace; until 2026-11-29 a failed
+ * replay counted as one, and calls that all failed read 100%). The trace
+ * loses the hit its eviction score got. Under af's lock; the call is
+ * taken to be the latest in the last-10 window (another thread's call may
+ * have come between, which shifts that window by one at most). */
+static void note_failed_replay(dla_accel *af, entry *e)
+{
+    /* dla_accel_clear may have zeroed the counts since the lookup. */
+    if (af->hits > 0)
+        af->hits--;
+    if (e->hits > 0)
+        e->hits--;
+    af->recent |= 1u;
+    note_miss(af, MISS_REPLAY);
+}
+
+static void note_miss(dla_accel *af, miss_kind kind)
+{
     af->miss_counts[kind]++;
     /* tf.function's rule, roughly: most of the last 10 calls missed. */
     int recent_misses = __builtin_popcount(af->recent & 0x3ffu);
@@ -572,6 +597,9 @@ static void note_call(dla_accel *af, int miss, miss_kind kind)
         else if (top == MISS_STALE)
             snprintf(advice, sizeof advice, "the most frequent reason is a stale trace (last: "
                      "%s). Pass what changes as tensor inputs", af->last_miss);
+        else if (top == MISS_REPLAY)
+            snprintf(advice, sizeof advice, "the most frequent reason is a replay that failed "
+                     "(last: %s); see the errors the calls returned", af->last_miss);
         else
             /* A full cache: the calls may cycle through more patterns
              * than it holds, each met again after its trace was evicted
@@ -1135,9 +1163,7 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
             if (want != room_want)
                 dla__free(want);
         }
-        pthread_mutex_lock(&af->lock);
-        entry_release(hit);
-        pthread_mutex_unlock(&af->lock);
+        /* hit is released below, once the call's status is known. */
         key_free(&k);
     } else if (in_forward) {
         key_free(&k);
@@ -1226,6 +1252,19 @@ static dla_status call(dla_accel *af, void *ctx, int grad, int nin, dla_tensor *
                      : dla__fail(out[i]->status, "%s: output %d: %s", op, i + 1,
                                  out[i]->message ? out[i]->message
                                                  : dla_status_str(out[i]->status));
+    }
+    if (hit) {
+        /* A hit is a call served by its trace: one whose replay failed, or
+         * whose results could not be handed back (an output an error
+         * tensor, no room in the caller's scope), served nothing. */
+        pthread_mutex_lock(&af->lock);
+        if (st != DLA_OK) {
+            snprintf(af->last_miss, sizeof af->last_miss,
+                     "a trace was found but its replay failed: %s", dla_last_error());
+            note_failed_replay(af, hit);
+        }
+        entry_release(hit);
+        pthread_mutex_unlock(&af->lock);
     }
     return st;
 }

@@ -17,6 +17,7 @@
 #include "core/alloc.h"
 #include "core/breadcrumb.h"
 #include "core/device.h"
+#include "core/env_choice.h"
 #include "core/error.h"
 #include "core/kernels.h"
 #include "core/log.h"
@@ -27,6 +28,7 @@
 #include <dlaccel/device_table.h>
 
 #include <dlfcn.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -351,6 +353,17 @@ static dla_status plugin_load(struct dla__plugin *p)
         return plugin_fail(p, 0, DLA_LOG_WARN, "cannot load library %s: %s", lib,
                            e ? e : "unknown dlopen error");
     }
+    /* Another path to a loaded library (a hard link, which discovery's
+     * comparison of paths cannot see) gives its handle again: the same
+     * state, so the same rule as discovery's. */
+    for (int i = 0; i < reg.plugin_count; i++) {
+        struct dla__plugin *q = reg.plugins[i];
+        if (q != p && q->state == DLA_MANIFEST_LOADED && q->handle == p->handle)
+            return plugin_fail(p, 0, DLA_LOG_WARN,
+                               "library %s is the library %s of plugin '%s' (manifest %s), "
+                               "loaded already: a library is loaded once, with one state, and "
+                               "serves one plugin", lib, q->m.library, q->m.name, q->m.path);
+    }
     dlerror();
     void *sym = dlsym(p->handle, DLA_PLUGIN_INIT_SYMBOL);
     if (!sym) {
@@ -527,6 +540,23 @@ static struct dla__plugin *find_claim(const char *name)
     return NULL;
 }
 
+/* The plugin whose library is the file lib names (after symlinks), among
+ * those that claim a name; NULL when none. */
+static struct dla__plugin *find_library_claim(const char *lib)
+{
+    char want[PATH_MAX], got[PATH_MAX];
+    const char *a = realpath(lib, want) ? want : lib;
+    for (int i = 0; i < reg.plugin_count; i++) {
+        struct dla__plugin *q = reg.plugins[i];
+        if (!q->claims_name)
+            continue;
+        const char *b = realpath(q->m.library, got) ? got : q->m.library;
+        if (strcmp(a, b) == 0)
+            return q;
+    }
+    return NULL;
+}
+
 /* Sorts the manifest's fate from what it says and what came before. */
 static void classify(struct dla__plugin *p)
 {
@@ -550,6 +580,29 @@ static void classify(struct dla__plugin *p)
         setf(p->reason, sizeof p->reason,
                  "plugin name '%s' is already taken by %s (the first found wins)", m->name,
                  first->m.path);
+        dla__log(DLA_LOG_WARN, "manifest %s: %s; skipped", m->path, p->reason);
+    } else if ((first = find_library_claim(m->library)) != NULL && strcmp(m->name, "cpu") == 0) {
+        /* The cpu plugin is every device's fallback: it keeps its library
+         * from a plugin found before it under another name (a renamed
+         * copy of cpu.json earlier on the path), which is skipped. */
+        first->state = DLA_MANIFEST_DUPLICATE;
+        first->claims_name = 0;
+        setf(first->reason, sizeof first->reason,
+             "library %s is also that of plugin 'cpu' (manifest %s), which keeps it as the "
+             "fallback of every device: a library is loaded once, with one state, and serves "
+             "one plugin", first->m.library, m->path);
+        dla__log(DLA_LOG_WARN, "manifest %s: %s; skipped", first->m.path, first->reason);
+        p->state = DLA_MANIFEST_FOUND;
+        p->claims_name = 1;
+    } else if (first) {
+        /* dlopen gives the one loaded copy again: its init would run a
+         * second time over the first plugin's state, and two plugins'
+         * devices would share it (and close it twice). */
+        p->state = DLA_MANIFEST_DUPLICATE;
+        setf(p->reason, sizeof p->reason,
+             "library %s is already that of plugin '%s' (manifest %s): a library is loaded "
+             "once, with one state, and serves one plugin (the first found wins)",
+             m->library, first->m.name, first->m.path);
         dla__log(DLA_LOG_WARN, "manifest %s: %s; skipped", m->path, p->reason);
     } else {
         p->state = DLA_MANIFEST_FOUND;
@@ -657,14 +710,24 @@ static dla_status discover(void)
     dla_status st = env_copy("DLACCEL_DEVICE", &reg.env_device);
     if (st == DLA_OK)
         st = env_copy("DLACCEL_PLUGINS_DISABLE", &reg.env_disable);
+    /* off: only DLACCEL_PLUGIN_PATH is searched, so what an installation
+     * put in the compiled-in folder cannot change a program that brings
+     * its plugins (the test suite: an installed opencl plugin moved the
+     * default device and caught a fake plugin's crash). */
+    static atomic_int warned_installed;
+    static const char *const installed_values[] = {"on", "1", "yes", "off", "0", "no", NULL};
+    const int installed =
+        dla__env_choice("DLACCEL_INSTALLED_PLUGINS", installed_values, &warned_installed, dla__log);
     if (st == DLA_OK)
-        st = dla__search_path_build(path, DLACCEL_PLUGINS_DIR, &reg.folders, &reg.folder_count);
+        st = dla__search_path_build(path, installed >= 3 ? NULL : DLACCEL_PLUGINS_DIR, &reg.folders,
+                                    &reg.folder_count);
     if (st != DLA_OK)
         return st;
     dla__breadcrumb_report();
     check_disable_entries(reg.env_disable);
-    dla__log(DLA_LOG_DEBUG, "discovery: DLACCEL_PLUGIN_PATH=%s, installed folder %s, %d folder(s) to search",
-             path ? path : "(unset)", DLACCEL_PLUGINS_DIR, reg.folder_count);
+    dla__log(DLA_LOG_DEBUG, "discovery: DLACCEL_PLUGIN_PATH=%s, installed folder %s%s, %d folder(s) to search",
+             path ? path : "(unset)", DLACCEL_PLUGINS_DIR,
+             installed >= 3 ? " (not searched: DLACCEL_INSTALLED_PLUGINS=off)" : "", reg.folder_count);
     for (int i = 0; i < reg.folder_count && st == DLA_OK; i++) {
         dla__search_folder *f = &reg.folders[i];
         char **files;

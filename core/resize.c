@@ -14,6 +14,7 @@
  */
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/registry.h"
 #include "core/tensor.h"
 
 #include <dlaccel/nnops.h>
@@ -26,6 +27,8 @@ static const char op[] = "dla_resize";
 /* Far beyond any image, and every output count fits an int32 index (the
  * positions themselves may lie past 2^31: gather_at). */
 #define MAX_OUT ((int64_t)1 << 30)
+/* resize_dim's host tables per output position: lo, hi, rel and w. */
+#define TABLE_BYTES ((int)(2 * sizeof(int64_t) + sizeof(int32_t) + sizeof(double)))
 
 /* How many leading entries of v[DLA_MAX_DIMS] are given: up to the last
  * nonzero one (NaN counts as given). */
@@ -314,6 +317,34 @@ DLA_API dla_tensor *dla_resize(dla_tensor *x, const dla_resize_options *opts)
         odims[sdim[k] - 1] = out[k];
     if (dla__numel_checked(op, nd, odims, x->dtype, &numel) != DLA_OK)
         return dla__return(dla__error_tensor());
+    /* And against the memory it needs: an output larger than x's device
+     * holds (2^30 x 2^30 from 1x1, 4 EiB in single, a count int64 holds)
+     * was found out only when it was allocated, after each dim's host
+     * tables, 28 bytes a position (28 GiB at 2^30, written through, the
+     * process killed for memory before the refusal came). The tables of a
+     * dim must fit in the host's memory too (a 2^32-element dim in single
+     * is 16 GiB of output and 112 GiB of tables). */
+    const uint64_t bytes = (uint64_t)numel * dla_dtype_size(x->dtype);
+    const uint64_t mem = dla_device_memory(dla_tensor_device(x));
+    if (mem > 0 && bytes > mem) {
+        char ob[DLA__DIMS_BUF];
+        return dla__error(DLA_ERR_OUT_OF_MEMORY, "%s: the output (%s %s) would be %.4g GiB, "
+                          "more than the %.4g GiB of device %s; x is %s", op,
+                          dla__dims_str(ob, sizeof ob, nd, odims), dla_dtype_name(x->dtype),
+                          (double)bytes / 1073741824.0, (double)mem / 1073741824.0,
+                          dla_device_name(dla_tensor_device(x)), xb);
+    }
+    dla_device *host = dla__device_cpu();
+    const uint64_t host_mem = host ? dla_device_memory(host) : 0;
+    for (int k = 0; k < ns && host_mem > 0; k++) {
+        const uint64_t table = (uint64_t)out[k] * TABLE_BYTES;
+        if (table > host_mem)
+            return dla__error(DLA_ERR_OUT_OF_MEMORY, "%s: resizing spatial dim %d of x (%s \"%s\") "
+                              "to %lld elements needs %.4g GiB of host tables (%d bytes a "
+                              "position), more than the host's %.4g GiB", op, sdim[k], xb, fmt,
+                              (long long)out[k], (double)table / 1073741824.0, TABLE_BYTES,
+                              (double)host_mem / 1073741824.0);
+    }
 
     dla_scope_begin();
     dla_tensor *y = x;

@@ -10,6 +10,10 @@ lib="$DLA_TEST_BUILDDIR/tests/plugins/.libs/libdlaccel-testmem.so"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dla-prio-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 unset DLACCEL_DEVICE DLACCEL_PLUGINS_DISABLE DLACCEL_LOG
+# Only the plugins named here: an installed one (the opencl plugin after a
+# `make install`) would take part otherwise.
+DLACCEL_INSTALLED_PLUGINS=off
+export DLACCEL_INSTALLED_PLUGINS
 
 # manifest PRIORITY BY-TYPE: testmem's manifest in $tmp/testmem.json.
 manifest() {

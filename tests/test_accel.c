@@ -2301,6 +2301,56 @@ static void test_a_tolerance_check_refused_its_input_handles_keeps_the_replay(vo
     dla_set_allocator(NULL, NULL);
 }
 
+/* A hit whose replay fails (each allocation of a call refused in turn) is
+ * a call and no hit: MATLAB's HitRate is the share of calls that reused a
+ * trace. Until 2026-11-29 the hit was counted before the replay ran, so a
+ * failed replay raised the rate (calls that all failed read 100%). */
+static void test_a_failed_replay_is_no_hit(void **state)
+{
+    (void)state;
+    dla_set_allocator(tu_alloc, NULL);
+    dla_scope_begin();
+    dla_rng_seed(3);
+    dla_tensor *in[2] = {dla_randn(DLA_F64, "", DLA_DIMS(3, 2)), dla_randn(DLA_F64, "", DLA_DIMS(3, 2))};
+    dla_accel *af = dla_accelerate(sum_of_product, &(dla_accel_options){.name = "sumOfProduct"});
+    dla_tensor *y;
+    assert_int_equal(dla_accel_call(af, NULL, 2, in, 1, &y), DLA_OK); /* the miss */
+    assert_int_equal(dla_accel_call(af, NULL, 2, in, 1, &y), DLA_OK); /* a hit: plans made */
+    int failed_replays = 0;
+    for (long k = 1; k < 100000; k++) {
+        const double before = dla_accel_hit_rate(af);
+        dla_scope_begin();
+        tu_calls = 0;
+        tu_fail_at = k;
+        dla_status st = dla_accel_call(af, NULL, 2, in, 1, &y);
+        tu_fail_at = 0;
+        const int none_refused = tu_calls < k;
+        dla_scope_end();
+        const double after = dla_accel_hit_rate(af);
+        if (st == DLA_OK) {
+            if (!(after > before))
+                fail_msg("refusing allocation %ld: a hit left the rate at %g (was %g)", k, after,
+                         before);
+        } else {
+            assert_int_equal(st, DLA_ERR_OUT_OF_MEMORY);
+            /* Not served by a trace: the rate does not rise (it falls when
+             * the call is counted, it stays when the call failed before
+             * its key was made). */
+            if (!(after <= before))
+                fail_msg("refusing allocation %ld: a failed call raised the hit rate from %g to %g "
+                         "(%s)", k, before, after, dla_last_error());
+            if (strstr(dla_accel_last_miss(af), "a trace was found but its replay failed: "))
+                failed_replays++;
+        }
+        if (none_refused)
+            break;
+    }
+    assert_true(failed_replays > 0);
+    dla_scope_end();
+    dla_accel_free(af);
+    dla_set_allocator(NULL, NULL);
+}
+
 /* The trap of issue 16: weights reached through ctx, not passed in. */
 typedef struct weights_ctx {
     dla_tensor *w;
@@ -3611,6 +3661,7 @@ int main(void)
         TU_TEST(test_a_gradient_through_a_replayed_outside_constant_is_refused),
         TU_TEST(test_a_replayed_outside_constant_off_the_loss_path_is_not_refused),
         TU_TEST(test_a_tolerance_check_refused_its_input_handles_keeps_the_replay),
+        TU_TEST(test_a_failed_replay_is_no_hit),
         TU_TEST(test_a_baked_tensor_replaced_or_written_since_is_a_miss_and_warns_once),
         TU_TEST(test_results_that_are_its_constants_are_the_callers_own),
         TU_TEST(test_results_that_are_a_constant_moved_to_the_plans_device_are_the_callers_own),

@@ -444,6 +444,46 @@ static void tanh_saturates_at_one_as_on_the_cpu_plugin(void **state)
     }
 }
 
+/* The plugin's own GEMM (DLACCEL_OPENCL_GEMM=own) where products
+ * overflow: each is added with fma, as the cpu plugin's BLAS adds it, so
+ * a product overflowing after the sum is +Inf leaves it +Inf. Until
+ * 2026-11-29 the product rounded to -Inf first and [1e30 1e30] *
+ * [1e30; -1e30] was NaN on opencl, +Inf on the cpu plugin and CLBlast. */
+static void own_gemm_overflows_as_the_cpu_plugin(void **state)
+{
+    need_devices();
+    setenv("DLACCEL_OPENCL_GEMM", "own", 1);
+    for (int t = 0; t < 2; t++) {
+        const dla_dtype dt = t ? DLA_F64 : DLA_F32;
+        const double big = t ? 1e200 : 1e30;
+        /* Column-major 2x3 and 3x2: C(1,1) is big^2 - big^2 + 1 (+Inf
+         * added with fma, NaN without), the others overflow one way. */
+        const double a[] = {big, -big, big, big, 1, 2};
+        const double b[] = {big, -big, 1, big, 1, 3};
+        double got[4], want[4];
+        dla_scope_begin();
+        for (int d = 0; d < 2; d++) {
+            dla_device_set_current(d ? cpu : ocl);
+            dla_tensor *A = dla_cast(dla_tensor_from_host(a, DLA_F64, "", DLA_DIMS(2, 3)), dt);
+            dla_tensor *B = dla_cast(dla_tensor_from_host(b, DLA_F64, "", DLA_DIMS(3, 2)), dt);
+            dla_tensor *C = dla_cast(dla_mtimes(A, B), DLA_F64);
+            assert_int_equal(dla_tensor_to_host(C, d ? want : got, sizeof got), DLA_OK);
+        }
+        dla_device_set_current(NULL);
+        dla_scope_end();
+        for (int i = 0; i < 4; i++) {
+            const int same = isnan(want[i]) ? isnan(got[i])
+                             : isinf(want[i]) ? got[i] == want[i]
+                                              : fabs(got[i] - want[i]) <= 1e-6 * fabs(want[i]);
+            if (!same)
+                fail_msg("%s C[%d] on opencl's own GEMM: %g; the cpu plugin's %g",
+                         dla_dtype_name(dt), i, got[i], want[i]);
+        }
+        assert_true(isinf(want[0]) && want[0] > 0); /* the case is the one meant */
+    }
+    unsetenv("DLACCEL_OPENCL_GEMM");
+}
+
 /* The gradient of rows picked from a table: scatter_add of the picked
  * rows' gradients into the table's. ctx: the index. */
 static dla_status pick_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
@@ -1092,6 +1132,7 @@ int main(void)
         TU_TEST(a_fused_program_pair_with_a_bad_y2_fails_naming_it),
         TU_TEST(a_network_step_on_opencl_agrees_with_the_cpu_plugin),
         TU_TEST(tanh_saturates_at_one_as_on_the_cpu_plugin),
+        TU_TEST(own_gemm_overflows_as_the_cpu_plugin),
         TU_TEST(scatter_add_into_a_long_table_agrees_with_the_cpu_plugin),
         TU_TEST(scatter_add_refuses_an_index_longer_than_int32),
         TU_TEST(reductions_with_no_outputs_give_empty_results),

@@ -64,6 +64,26 @@ static const char *fake(const char *name)
     return s;
 }
 
+/* A copy of fake(name) at folder/as: another file, loaded apart, for a
+ * test that needs two plugins of one kind (one library serves one). */
+static const char *fake_copy(const char *folder, const char *name, const char *as)
+{
+    static char ring[4][PATH_MAX];
+    static int next;
+    char *s = ring[next++ % 4];
+    strf(s, PATH_MAX, "%s/%s", folder, as);
+    FILE *in = fopen(fake(name), "rb"), *out = fopen(s, "wb");
+    assert_non_null(in);
+    assert_non_null(out);
+    char buf[1 << 14];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        assert_int_equal(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    assert_int_equal(fclose(out), 0);
+    return s;
+}
+
 static void write_file(const char *folder, const char *file, const char *text)
 {
     char path[PATH_MAX];
@@ -193,6 +213,7 @@ static int setup(void **state)
     setenv("DLACCEL_LOG", "debug", 1);
     unsetenv("DLACCEL_DEVICE");
     unsetenv("DLACCEL_PLUGINS_DISABLE");
+    unsetenv("DLACCEL_INSTALLED_PLUGINS");
     remove_tree(DLACCEL_PLUGINS_DIR);
     dla__registry_reset();
     dla_clear_error();
@@ -209,6 +230,7 @@ static int teardown(void **state)
     remove_tree(DLACCEL_PLUGINS_DIR);
     unsetenv("DLACCEL_DEVICE");
     unsetenv("DLACCEL_PLUGINS_DISABLE");
+    unsetenv("DLACCEL_INSTALLED_PLUGINS");
     return 0;
 }
 
@@ -731,13 +753,104 @@ static void second_manifest_with_a_taken_name_is_skipped(void **state)
     assert_good_still_loads();
 }
 
+/* Two names for one library: dlopen hands back the one loaded copy, so
+ * the second plugin's init ran again over the first's state (fake_good's
+ * host table replaced, its log lines named by the second), and two
+ * plugins' devices shared it. The second manifest found is a duplicate,
+ * named with the first, whichever path reaches the file (a symlink). */
+static void second_manifest_naming_a_taken_library_is_skipped(void **state)
+{
+    good_manifest(dir);
+    char link_path[PATH_MAX];
+    strf(link_path, sizeof link_path, "%s/alias.so", dir2);
+    assert_int_equal(symlink(fake("fake_good"), link_path), 0);
+    plugin_manifest(dir, "twin.json", "twin", fake("fake_good"), "1.0", 99);
+    plugin_manifest(dir2, "linked.json", "linked", link_path, "1.0", 99);
+    char path[2 * PATH_MAX + 2];
+    strf(path, sizeof path, "%s:%s", dir, dir2);
+    setenv("DLACCEL_PLUGIN_PATH", path, 1);
+    capture_begin();
+    int devices = dla_device_count();
+    dla_device *dev = dla_device_default();
+    const char *log = capture_end();
+    assert_int_equal(devices, 1);
+    assert_non_null(dev);
+    assert_string_equal(dla_device_name(dev), "good:0");
+    char want[3 * PATH_MAX];
+    strf(want, sizeof want, "library %s is already that of plugin 'good' (manifest %s/good.json)",
+         fake("fake_good"), dir);
+    dla_manifest_info info = manifest_at(path_in(dir, "twin.json"));
+    assert_int_equal(info.state, DLA_MANIFEST_DUPLICATE);
+    assert_contains(info.reason, want);
+    strf(want, sizeof want, "manifest %s/twin.json: library %s is already that of plugin 'good' "
+         "(manifest %s/good.json)", dir, fake("fake_good"), dir);
+    assert_contains(log, want);
+    info = manifest_at(path_in(dir2, "linked.json"));
+    assert_int_equal(info.state, DLA_MANIFEST_DUPLICATE);
+    strf(want, sizeof want, "library %s is already that of plugin 'good' (manifest %s/good.json)",
+         link_path, dir);
+    assert_contains(info.reason, want);
+    assert_null(dla_device_get("twin"));
+    assert_good_still_loads();
+}
+
+/* The cpu plugin, every device's fallback, keeps its library from a
+ * renamed copy of its manifest found before it, which is skipped. */
+static void cpu_keeps_its_library_from_a_plugin_found_before_it(void **state)
+{
+    plugin_manifest(dir, "mycpu.json", "mycpu", fake("fake_good"), "1.0", 1);
+    plugin_manifest(dir2, "cpu.json", "cpu", fake("fake_good"), "1.0", 1);
+    char path[2 * PATH_MAX + 2];
+    strf(path, sizeof path, "%s:%s", dir, dir2);
+    setenv("DLACCEL_PLUGIN_PATH", path, 1);
+    capture_begin();
+    dla_device *cpu = dla__device_cpu();
+    const char *log = capture_end();
+    assert_non_null(cpu);
+    assert_string_equal(dla_device_name(cpu), "cpu:0");
+    dla_manifest_info info = manifest_at(path_in(dir, "mycpu.json"));
+    assert_int_equal(info.state, DLA_MANIFEST_DUPLICATE);
+    char want[3 * PATH_MAX];
+    strf(want, sizeof want, "library %s is also that of plugin 'cpu' (manifest %s/cpu.json)",
+         fake("fake_good"), dir2);
+    assert_contains(info.reason, want);
+    assert_contains(log, want);
+    assert_int_equal(dla_device_count(), 1);
+}
+
+/* A hard link is another path to the same file, which discovery does not
+ * see; dlopen does (the same handle), and the second plugin loaded fails
+ * naming the first. */
+static void hard_link_to_a_loaded_library_fails_naming_its_plugin(void **state)
+{
+    char hard[PATH_MAX];
+    strf(hard, sizeof hard, "%s/hard.so", dir);
+    if (link(fake("fake_good"), hard) != 0)
+        skip(); /* another file system */
+    good_manifest(dir);
+    plugin_manifest(dir, "hard.json", "hard", hard, "1.0", 1);
+    capture_begin();
+    int devices = dla_device_count();
+    const char *log = capture_end();
+    assert_int_equal(devices, 1);
+    dla_manifest_info info = manifest_at(path_in(dir, "hard.json"));
+    assert_int_equal(info.state, DLA_MANIFEST_FAILED);
+    char want[3 * PATH_MAX];
+    strf(want, sizeof want, "library %s is the library %s of plugin 'good' (manifest %s/good.json), "
+         "loaded already", hard, fake("fake_good"), dir);
+    assert_contains(info.reason, want);
+    assert_contains(log, want);
+    assert_good_still_loads();
+}
+
 /* --------------------------------------------------------- environment */
 
 static void plugin_path_comes_before_the_installed_folder(void **state)
 {
     assert_int_equal(mkdir(DLACCEL_PLUGINS_DIR, 0755), 0);
     plugin_manifest(DLACCEL_PLUGINS_DIR, "good.json", "good", fake("fake_initfail"), "1.0", 5);
-    plugin_manifest(DLACCEL_PLUGINS_DIR, "installed.json", "installed", fake("fake_good"), "1.0", 1);
+    plugin_manifest(DLACCEL_PLUGINS_DIR, "installed.json", "installed",
+                    fake_copy(DLACCEL_PLUGINS_DIR, "fake_good", "installed.so"), "1.0", 1);
     good_manifest(dir);
     capture_begin();
     int devices = dla_device_count();
@@ -764,6 +877,37 @@ static void plugin_path_comes_before_the_installed_folder(void **state)
     assert_contains(log, "(from DLACCEL_PLUGIN_PATH)");
     assert_contains(log, "(from installed)");
     assert_good_still_loads();
+}
+
+/* DLACCEL_INSTALLED_PLUGINS=off: only DLACCEL_PLUGIN_PATH is searched (a
+ * test that brings its plugins, unchanged by an installation); a value
+ * outside the set warns and the folder is searched. */
+static void installed_folder_is_left_out_when_asked(void **state)
+{
+    assert_int_equal(mkdir(DLACCEL_PLUGINS_DIR, 0755), 0);
+    plugin_manifest(DLACCEL_PLUGINS_DIR, "installed.json", "installed",
+                    fake_copy(DLACCEL_PLUGINS_DIR, "fake_good", "installed.so"), "1.0", 99);
+    good_manifest(dir);
+    setenv("DLACCEL_INSTALLED_PLUGINS", "off", 1);
+    dla__registry_reset();
+    capture_begin();
+    int devices = dla_device_count();
+    const char *log = capture_end();
+    assert_int_equal(devices, 1);
+    assert_int_equal(dla_manifest_folder_count(), 1);
+    assert_int_equal(dla_manifest_count(), 1);
+    assert_contains(log, "(not searched: DLACCEL_INSTALLED_PLUGINS=off)");
+    assert_string_equal(dla_device_name(dla_device_default()), "good:0");
+
+    setenv("DLACCEL_INSTALLED_PLUGINS", "of", 1);
+    dla__registry_reset();
+    capture_begin();
+    devices = dla_device_count();
+    log = capture_end();
+    assert_int_equal(devices, 2);
+    assert_int_equal(dla_manifest_folder_count(), 2);
+    assert_contains(log, "DLACCEL_INSTALLED_PLUGINS=of is not one of its values");
+    assert_string_equal(dla_device_name(dla_device_default()), "installed:0");
 }
 
 static void unreadable_folder_in_plugin_path_is_reported_and_passed(void **state)
@@ -888,8 +1032,8 @@ static void disabled_plugin_is_skipped_and_named_as_disabled(void **state)
 static void highest_priority_wins_with_ties_in_discovery_order(void **state)
 {
     plugin_manifest(dir, "a_low.json", "low", fake("fake_good"), "1.0", 1);
-    plugin_manifest(dir, "b_high.json", "high", fake("fake_good"), "1.0", 9);
-    plugin_manifest(dir, "c_tie.json", "tie", fake("fake_good"), "1.0", 9);
+    plugin_manifest(dir, "b_high.json", "high", fake_copy(dir2, "fake_good", "high.so"), "1.0", 9);
+    plugin_manifest(dir, "c_tie.json", "tie", fake_copy(dir2, "fake_good", "tie.so"), "1.0", 9);
     capture_begin();
     dla_device *dev = dla_device_default();
     const char *log = capture_end();
@@ -906,7 +1050,7 @@ static void highest_priority_wins_with_ties_in_discovery_order(void **state)
 static void registry_reset_reads_the_environment_again(void **state)
 {
     good_manifest(dir);
-    plugin_manifest(dir, "other.json", "other", fake("fake_good"), "1.0", 1);
+    plugin_manifest(dir, "other.json", "other", fake_copy(dir2, "fake_good", "other.so"), "1.0", 1);
     setenv("DLACCEL_DEVICE", "other", 1);
     dla_device *dev = dla_device_default();
     assert_non_null(dev);
@@ -930,7 +1074,7 @@ static void *current_on_a_new_thread(void *out)
 static void current_device_is_per_thread_and_defaults_to_default(void **state)
 {
     good_manifest(dir);
-    plugin_manifest(dir, "other.json", "other", fake("fake_good"), "1.0", 1);
+    plugin_manifest(dir, "other.json", "other", fake_copy(dir2, "fake_good", "other.so"), "1.0", 1);
     dla_device *good = dla_device_default();
     dla_device *other = dla_device_get("other:0");
     assert_non_null(good);
@@ -967,7 +1111,7 @@ static void devices_are_listed_in_discovery_order(void **state)
 static void cpu_fallback_is_the_plugin_named_cpu(void **state)
 {
     plugin_manifest(dir, "cpu.json", "cpu", fake("fake_good"), "1.0", 1);
-    plugin_manifest(dir, "fast.json", "fast", fake("fake_good"), "1.0", 100);
+    plugin_manifest(dir, "fast.json", "fast", fake_copy(dir2, "fake_good", "fast.so"), "1.0", 100);
     setenv("DLACCEL_DEVICE", "fast", 1);
     dla_device *cpu = dla__device_cpu();
     assert_non_null(cpu);
@@ -1032,7 +1176,11 @@ int main(void)
         T(same_folder_listed_twice_reads_each_manifest_once),
         T(symlinked_manifest_is_read_once),
         T(second_manifest_with_a_taken_name_is_skipped),
+        T(second_manifest_naming_a_taken_library_is_skipped),
+        T(hard_link_to_a_loaded_library_fails_naming_its_plugin),
+        T(cpu_keeps_its_library_from_a_plugin_found_before_it),
         T(plugin_path_comes_before_the_installed_folder),
+        T(installed_folder_is_left_out_when_asked),
         T(unreadable_folder_in_plugin_path_is_reported_and_passed),
         T(device_list_falls_back_past_an_unknown_name),
         T(device_list_of_only_an_unknown_name_fails_without_fallback),

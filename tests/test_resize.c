@@ -470,6 +470,64 @@ static void test_bad_arguments_are_named(void **state)
     dla_scope_end();
 }
 
+/* The largest block asked for while it is installed; blocks past 1 GiB
+ * refused (no test here needs one). */
+static size_t largest_request;
+
+static void *capped_alloc(void *user, void *ptr, size_t size)
+{
+    if (size > largest_request)
+        largest_request = size;
+    if (size > ((size_t)1 << 30))
+        return NULL;
+    return tu_alloc(user, ptr, size);
+}
+
+/* 2^30 x 2^30 from 1x1: an element count int64 holds (2^60), 4 EiB in
+ * single, refused before any work, naming the output and the device's
+ * memory. Until 2026-11-29 the first dim's host tables came first: 28
+ * bytes a position, 28 GiB at 2^30 (written through, the process killed
+ * for memory), and its 4 GiB gather, before the output's allocation
+ * failed. The test's allocator refuses past 1 GiB and says what was asked. */
+static void test_an_output_larger_than_the_device_is_refused_before_any_work(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *x = dla_zeros(DLA_F32, "SSCB", DLA_DIMS(1, 1, 1, 1));
+    const double most = (double)((int64_t)1 << 30);
+    largest_request = 0;
+    dla_set_allocator(capped_alloc, NULL);
+    dla_tensor *y = dla_resize(x, &(dla_resize_options){.output_size = {most, most}});
+    dla_set_allocator(tu_alloc, NULL);
+    if (dla_device_memory(dla_tensor_device(x)) == 0) { /* a device that does not say */
+        assert_int_equal(dla_tensor_status(y), DLA_ERR_OUT_OF_MEMORY);
+        dla_scope_end();
+        return;
+    }
+    tu_expect_error(y, DLA_ERR_OUT_OF_MEMORY, "dla_resize: the output (1073741824x1073741824x1x1 "
+                                              "single) would be 4.295e+09 GiB, more than the ");
+    if (largest_request > ((size_t)1 << 20))
+        fail_msg("a block of %zu bytes was asked for before the refusal", largest_request);
+    /* One dim of 2^30 fits the output (4 GiB) where the host has that,
+     * but its 28 GiB of host tables are refused by name where it has not. */
+    dla_device *cpu = dla_device_get("cpu");
+    if (cpu && dla_device_memory(cpu) < (uint64_t)28 << 30) {
+        largest_request = 0;
+        dla_set_allocator(capped_alloc, NULL);
+        y = dla_resize(x, &(dla_resize_options){.output_size = {most, 1}});
+        dla_set_allocator(tu_alloc, NULL);
+        if (dla_device_memory(dla_tensor_device(x)) >= (uint64_t)4 << 30)
+            tu_expect_error(y, DLA_ERR_OUT_OF_MEMORY, "dla_resize: resizing spatial dim 1 of x "
+                                                      "(1x1x1x1 \"SSCB\") to 1073741824 "
+                                                      "elements needs 28 GiB of host tables");
+        else
+            assert_int_equal(dla_tensor_status(y), DLA_ERR_OUT_OF_MEMORY);
+        if (largest_request > ((size_t)1 << 20))
+            fail_msg("a block of %zu bytes was asked for before the refusal", largest_request);
+    }
+    dla_scope_end();
+}
+
 int main(void)
 {
     dla_set_allocator(tu_alloc, NULL);
@@ -485,6 +543,7 @@ int main(void)
         TU_TEST(test_accelerated_it_replays_with_eager_bits),
         TU_TEST(test_a_dim_past_int32_resizes_its_empty_batch),
         TU_TEST(test_bad_arguments_are_named),
+        TU_TEST(test_an_output_larger_than_the_device_is_refused_before_any_work),
     };
     /* The 4 GiB case joins the list only with DLA_TEST_LARGE=1 (the
      * function the cmocka_run_group_tests macro calls takes a count). */

@@ -10,7 +10,7 @@ unset DLACCEL_DEVICE DLACCEL_PLUGINS_DISABLE DLACCEL_LOG
 DLACCEL_PLUGIN_PATH="$plugins"
 export DLACCEL_PLUGIN_PATH
 
-echo "1..33"
+echo "1..35"
 n=0
 # check DESCRIPTION EXPECTED-STATUS PATTERN...: runs the tool (arguments in
 # $args, output in $tmp/out), compares the status and greps each pattern.
@@ -75,6 +75,25 @@ with DLACCEL_PLUGIN_PATH="$tmp:$plugins" DLACCEL_LOG=debug -- \
     "manifest $tmp/broken.json: invalid JSON at line 1" \
     "cannot load library $tmp/libdlaccel-cpu2.so: " \
     "plugin 'cpu': dlopen " "calling dlaccel_plugin_init" "default device cpu:0"
+
+# A manifest's text is shown with its control characters escaped: a
+# description holding "\u001b[2J" cleared the terminal (written raw).
+mkdir "$tmp/esc"
+printf '{"file_format_version": "1.0.0", "plugin": {"name": "esc",\n' >"$tmp/esc/esc.json"
+printf ' "description": "clear\\u001b[2Jme\\u0007 \\u009b1m caf\\u00e9",\n' >>"$tmp/esc/esc.json"
+printf ' "library_path": "libdlaccel-esc.so", "abi_version": "1.0"}}\n' >>"$tmp/esc/esc.json"
+n=$((n + 1))
+DLACCEL_PLUGIN_PATH="$tmp/esc:$plugins" "$tool" devices >"$tmp/out" 2>&1
+got=$?
+esc=$(printf '\033')
+c1=$(printf '\302\233')
+if [ $got -eq 0 ] && grep -qF 'description   clear\x1b[2Jme\x07 \u009b1m café' "$tmp/out" &&
+    ! grep -q "$esc" "$tmp/out" && ! grep -q "$c1" "$tmp/out"; then
+    echo "ok $n - a manifest's description is shown with its control characters escaped"
+else
+    cat -v "$tmp/out" | sed 's/^/#   /'
+    echo "not ok $n - a manifest's description is shown with its control characters escaped (exit $got)"
+fi
 
 # The instruction set the cpu plugin's kernels run with is this CPU's
 # widest one they were written for (AVX-512, else AVX2), not the baseline
@@ -189,6 +208,20 @@ for bad in "--seed -1" "--seed 99999999999999999999999" "--case 2147483647" "--c
     check "check-plugin $bad exits 2 with the reason" 2 "dlaccel check-plugin: "
 done
 
+
+# --case I runs case I of each kernel at once: the cases are numbered
+# 0, 1, ... each with its own random stream, and the loop counted up to I
+# (--case 2000000000: two billion skipped indices per kernel, 26 s).
+n=$((n + 1))
+timeout 10 "$tool" check-plugin --case 2000000000 "$plugins/cpu.json" >"$tmp/out" 2>&1
+got=$?
+if [ $got -eq 0 ] && grep -qF "case 2000000000 of each kernel" "$tmp/out" &&
+    grep -q "^every case passed" "$tmp/out"; then
+    echo "ok $n - check-plugin --case 2000000000 runs that case of each kernel at once"
+else
+    sed 's/^/#   /' "$tmp/out" | tail -n 5
+    echo "not ok $n - check-plugin --case 2000000000 (exit $got; 124: over 10 s)"
+fi
 
 # The kernels of the suite, as an unknown --kernel lists them from the
 # table the suite runs, are each named by `dlaccel help check-plugin` and

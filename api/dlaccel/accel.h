@@ -174,7 +174,9 @@ DLA_API int dla_accel_enabled(const dla_accel *af);
  * is never evicted by it. */
 DLA_API dla_status dla_accel_set_cache_size(dla_accel *af, int size);
 DLA_API int dla_accel_cache_size(const dla_accel *af);
-/* Percent of calls (since creation or dla_accel_clear) served by a trace.
+/* Percent of calls (since creation or dla_accel_clear) served by a trace
+ * (MATLAB's HitRate): a call that found its trace but whose replay failed
+ * is a call and no hit.
  * This, Occupancy and dla_accel_describe may be read while other threads
  * call af (they read under its lock). */
 DLA_API double dla_accel_hit_rate(const dla_accel *af);
@@ -202,6 +204,7 @@ DLA_API void dla_accel_clear(dla_accel *af);
 
 /* Why the last call was not served by a trace ("first call", "input 2 dims
  * 28x28x1x128 -> 28x28x1x64", "ctx (dla_net) key changed (...)",
+ * "a trace was found but its replay failed: <the error>",
  * "constant 1 (16x2 single), made outside the function and baked into its
  * trace, is held only by the trace now: ...", "Enabled is false: the
  * function ran itself", "called while another accelerated function

@@ -170,9 +170,11 @@ typedef struct dla_resize_options {
  * number), a scale that is not positive and finite or makes a dim of no
  * elements, a size that is not a whole positive number, an unknown
  * string), DLA_ERR_SHAPE (an empty S dim), DLA_ERR_DTYPE ("linear" on an x
- * that is not single or double; "nearest" takes any dtype). Messages name
- * dla_resize, the option and x's dims. opts may be NULL only to get that
- * error. */
+ * that is not single or double; "nearest" takes any dtype),
+ * DLA_ERR_OUT_OF_MEMORY before any work when the output is larger than
+ * x's device's memory or a resized dim's host tables (28 bytes a
+ * position) larger than the host's. Messages name dla_resize, the option
+ * and x's dims. opts may be NULL only to get that error. */
 DLA_API dla_tensor *dla_resize(dla_tensor *x, const dla_resize_options *opts);
 
 /* ---------------------------------------------------------- normalization */

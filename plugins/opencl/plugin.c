@@ -244,10 +244,18 @@ static dla_status device_open(int index, void **out)
     d->kit = dla__ocl_kit;
     if (!d->fp64)
         d->kit.no_f64 = "the device has no cl_khr_fp64";
-    cl_device_fp_config single = 0;
+    cl_device_fp_config single = 0, dbl = 0;
     clGetDeviceInfo(d->id, CL_DEVICE_SINGLE_FP_CONFIG, sizeof single, &single, NULL);
-    snprintf(d->options, sizeof d->options, "%s%s",
+    if (d->fp64)
+        clGetDeviceInfo(d->id, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof dbl, &dbl, NULL);
+    /* DLA_FMA_F32/F64: the device has fused multiply-add in hardware, so
+     * gemm.cl adds its products with fma, as the cpu plugin's BLAS and
+     * CLBlast do (FP_FAST_FMAF, which would say so, PoCL leaves
+     * undefined); without it fma would be emulated, slowly. */
+    snprintf(d->options, sizeof d->options, "%s%s%s%s",
              d->fp64 ? "-DDLA_FP64=1 " : "",
+             (single & CL_FP_FMA) ? "-DDLA_FMA_F32=1 " : "",
+             (dbl & CL_FP_FMA) ? "-DDLA_FMA_F64=1 " : "",
              single & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT
                  ? "-cl-fp32-correctly-rounded-divide-sqrt"
                  : "");

@@ -11,12 +11,32 @@
  * T, as BLAS keeps them. Docs/plugins.md (the opencl section) has the
  * measurements against CLBlast behind this kernel.
  *
+ * Each product is added with fma where the device has it in hardware (as the
+ * cpu plugin's OpenBLAS kernels and CLBlast do): a product that
+ * overflows after the sum is already infinite then leaves it infinite
+ * (fma rounds once, Inf + -1e60 is Inf), where a separate multiply made
+ * it -Inf and the sum NaN (until 2026-11-29: [1e30 1e30] * [1e30; -1e30]
+ * in single was NaN here, +Inf on the cpu plugin and CLBlast).
+ *
  * ab == 0 (k == 0 or alpha == 0) skips A and B, which may then be unbound
  * (NaN or Inf in them must not reach C); beta == 0 writes C without
  * reading it.
  */
 #define GEMM_WM 4
 #define GEMM_WN 8
+
+/* acc + a b, fused where the device has fma in hardware (plugin.c's
+ * DLA_FMA_F32/F64; one without would emulate it, slowly). */
+#if defined(DLA_FMA_F32) || defined(FP_FAST_FMAF)
+#define GEMM_MADD_float(a, b, acc) fma(a, b, acc)
+#else
+#define GEMM_MADD_float(a, b, acc) ((acc) + (a) * (b))
+#endif
+#if defined(DLA_FMA_F64) || defined(FP_FAST_FMA)
+#define GEMM_MADD_double(a, b, acc) fma(a, b, acc)
+#else
+#define GEMM_MADD_double(a, b, acc) ((acc) + (a) * (b))
+#endif
 
 #define DEF_GEMM(name, TA, TB, T)                                              \
     __kernel void gemm_##name##_##T(long m, long n, long k, int ab, T alpha,   \
@@ -51,7 +71,7 @@
                     bv[b] = TB ? B[jb[b] + l * ldb] : B[l + jb[b] * ldb];      \
                 for (int a = 0; a < GEMM_WM; a++)                              \
                     for (int b = 0; b < GEMM_WN; b++)                          \
-                        acc[a][b] += av[a] * bv[b];                            \
+                        acc[a][b] = GEMM_MADD_##T(av[a], bv[b], acc[a][b]);    \
             }                                                                  \
         }                                                                      \
         C += coff + p * cbs;                                                   \
