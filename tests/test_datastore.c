@@ -1352,6 +1352,58 @@ static void test_png_16_bit_samples_keep_their_precision(void **state)
     dla_imds_free(ds);
 }
 
+/* Every 16-bit value, as the plain copy and as an augmented datastore
+ * that neither resizes nor transforms reads it: v / 65535 exactly in
+ * double and single (MATLAB's im2double and im2single of the uint16
+ * image imread gives), round(v / 257) as bytes. Through 8-bit units
+ * (v / 257, then / 255) 15280 of the 65536 values came out a unit in the
+ * last place off in double. */
+static void test_png_16_bit_samples_read_exactly_as_matlab_scales_them(void **state)
+{
+    (void)state;
+    const char *dir = fresh("png16all");
+    mkdirs(path_of("png16all/c"));
+    /* 256 x 256: row r, column c holds v = 256 r + c. */
+    unsigned char *rows = malloc(2 * 65536);
+    assert_non_null(rows);
+    for (unsigned v = 0; v < 65536; v++)
+        rows[2 * v] = (unsigned char)(v >> 8), rows[2 * v + 1] = (unsigned char)(v & 255);
+    write_png_raw(path_of("png16all/c/a.png"), 256, 256, 16, PNG_COLOR_TYPE_GRAY, rows, 512, NULL,
+                  0, NULL, 0, NULL);
+    free(rows);
+    double *got = malloc(sizeof *got * 65536);
+    assert_non_null(got);
+    for (int d = 0; d < 3; d++) {
+        const dla_dtype dt = d == 0 ? DLA_F64 : d == 1 ? DLA_F32 : DLA_U8;
+        dla_imds *ds, *aug;
+        assert_ok(dla_imds_create(dir, &(dla_imds_options){.dtype = dt}, &ds));
+        assert_ok(dla_augimds_create((int64_t[]){256, 256}, ds, NULL, 1, &aug));
+        for (int a = 0; a < 2; a++) {
+            dla_tensor *x;
+            assert_ok(dla_imds_readall(a ? aug : ds, &x, NULL));
+            dla_tensor *x64 = dla_cast(x, DLA_F64);
+            to_host(x64, got, sizeof *got * 65536);
+            dla_tensor_release(x64);
+            dla_tensor_release(x);
+            int wrong = 0;
+            for (unsigned r = 0; r < 256; r++)
+                for (unsigned c = 0; c < 256; c++) {
+                    const unsigned v = 256 * r + c;
+                    const double want = dt == DLA_F64   ? v / 65535.0
+                                        : dt == DLA_F32 ? (double)(float)(v / 65535.0)
+                                                        : floor(v / 257.0 + 0.5);
+                    wrong += !(got[r + 256 * c] == want);
+                }
+            if (wrong)
+                fail_msg("%s, %s: %d of 65536 values are not v / 65535 exactly",
+                         dla_dtype_name(dt), a ? "augmented" : "plain", wrong);
+        }
+        dla_imds_free(aug);
+        dla_imds_free(ds);
+    }
+    free(got);
+}
+
 /* ------------------------------------------------------------ queues */
 
 /* One run of a queue over an augmented datastore: batches of 4 of 16 8x8
@@ -2329,6 +2381,7 @@ int main(void)
         TU_TEST(test_color_preprocessing_mixes_gray_and_rgb),
         TU_TEST(test_png_transparency_is_dropped),
         TU_TEST(test_png_16_bit_samples_keep_their_precision),
+        TU_TEST(test_png_16_bit_samples_read_exactly_as_matlab_scales_them),
         TU_TEST(test_a_queue_reads_the_datastore_on_its_threads_in_order),
         TU_TEST(test_background_dispatch_keeps_the_augmentation),
         TU_TEST(test_empty_folders_and_classes_and_stray_files_are_named),
