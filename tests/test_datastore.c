@@ -2148,6 +2148,49 @@ static void test_trainnet_from_a_datastore_matches_training_from_memory(void **s
     dla_imds_free(ds);
 }
 
+/* testnet over an image datastore without targets scores its labels, as
+ * trainnet trains on them (MATLAB's testnet(net, imds, metrics)): the
+ * same values as over the images and labels read into memory. It was
+ * refused ("data: targets is NULL"). A datastore without labels is
+ * refused, naming testnet. */
+static void test_testnet_scores_a_datastore_by_its_labels(void **state)
+{
+    (void)state;
+    const char *top = fresh("testnet");
+    for (int i = 0; i < 10; i++) {
+        mkdirs(path_of("testnet/k%d", i % 3));
+        write_png(path_of("testnet/k%d/%02d.png", i % 3, i), i, 4, 3, 1);
+    }
+    dla_imds *ds, *none;
+    assert_ok(dla_imds_create(top, NULL, &ds));
+    assert_ok(dla_imds_create(top, &(dla_imds_options){.label_source = "none"}, &none));
+    dla_tensor *x, *t;
+    assert_ok(dla_imds_readall(ds, &x, &t));
+    dla_rng_seed(9);
+    dla_layer *layers[] = {
+        dla_image_input_layer(4, 3, 1, &(dla_image_input_options){.normalization = "none"}),
+        dla_fc_layer(3, NULL),
+        dla_softmax_layer(NULL),
+    };
+    dla_net *net = dla_net_create(3, layers);
+    double a[2], b[2];
+    assert_ok(dla_testnet(net, &(dla_train_data){.predictors = x, .targets = t},
+                          "accuracy,crossentropy", &(dla_predict_options){.mini_batch_size = 4},
+                          a));
+    assert_ok(dla_testnet(net, &(dla_train_data){.images = ds}, "accuracy,crossentropy",
+                          &(dla_predict_options){.mini_batch_size = 4}, b));
+    assert_true(a[0] == b[0] && a[1] == b[1] && !isnan(a[1]));
+    assert_int_equal(dla_testnet(net, &(dla_train_data){.images = none}, "accuracy", NULL, b),
+                     DLA_ERR_INVALID_ARGUMENT);
+    if (!strstr(dla_last_error(), "dla_testnet") || !strstr(dla_last_error(), "no labels"))
+        fail_msg("message \"%s\"", dla_last_error());
+    dla_net_free(net);
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+    dla_imds_free(none);
+    dla_imds_free(ds);
+}
+
 /* A corrupt file met while training (and while computing the input
  * layer's statistics) stops trainnet with an error naming it. */
 static void test_trainnet_names_a_corrupt_file(void **state)
@@ -2396,6 +2439,7 @@ int main(void)
         TU_TEST(test_export_with_a_small_limit_makes_no_empty_folder),
         TU_TEST(test_export_over_another_export_fails),
         TU_TEST(test_trainnet_from_a_datastore_matches_training_from_memory),
+        TU_TEST(test_testnet_scores_a_datastore_by_its_labels),
         TU_TEST(test_trainnet_names_a_corrupt_file),
         TU_TEST(test_minibatchpredict_refuses_a_skipped_file),
         TU_TEST(test_trainnet_initializes_past_a_skipped_first_file),
