@@ -1635,6 +1635,28 @@ static void expect_create_error(const char *top, const dla_imds_options *o, dla_
                  needle2 ? needle2 : "");
 }
 
+/* A link to nothing not named as an image (a README moved away) is left
+ * out as other files are; it failed the whole datastore ("cannot read
+ * .../README: No such file or directory"). One named as an image is an
+ * error naming it. */
+static void test_a_stale_link_beside_the_images_is_left_out(void **state)
+{
+    (void)state;
+    const char *top = fresh("stalelink");
+    mkdirs(path_of("stalelink/a"));
+    write_png(path_of("stalelink/a/1.png"), 1, 4, 3, 1);
+    assert_int_equal(symlink("/nonexistent/dla_gone", path_of("stalelink/a/README")), 0);
+    dla_imds *ds;
+    assert_ok(dla_imds_create(top, NULL, &ds));
+    assert_int_equal(dla_imds_num_files(ds), 1);
+    dla_imds_free(ds);
+    assert_int_equal(symlink("/nonexistent/dla_gone", path_of("stalelink/a/2.png")), 0);
+    assert_int_equal(dla_imds_create(top, NULL, &ds), DLA_ERR_IO);
+    assert_null(ds);
+    if (!strstr(dla_last_error(), "stalelink/a/2.png"))
+        fail_msg("message \"%s\" does not name the link", dla_last_error());
+}
+
 /* Reading everything fails with st and a message naming the file. */
 static void expect_read_error(dla_imds *ds, dla_status st, const char *file, const char *why)
 {
@@ -2428,6 +2450,7 @@ int main(void)
         TU_TEST(test_a_queue_reads_the_datastore_on_its_threads_in_order),
         TU_TEST(test_background_dispatch_keeps_the_augmentation),
         TU_TEST(test_empty_folders_and_classes_and_stray_files_are_named),
+        TU_TEST(test_a_stale_link_beside_the_images_is_left_out),
         TU_TEST(test_corrupt_truncated_and_foreign_files_are_named),
         TU_TEST(test_a_forged_jpeg_size_is_refused_before_decoding),
         TU_TEST(test_jpeg_warnings_that_leave_the_pixels_whole_are_read),
