@@ -245,7 +245,9 @@ DLA_API dla_status dla_padsequences(const dla_seqlist *seqs, int64_t n, const in
  * An image is read as H x W x C (H rows first, as MATLAB), C = 1 for gray
  * and 3 for colour (alpha dropped, a tRNS chunk's transparency too,
  * palettes expanded; a 16-bit PNG's samples v read as v / 65535 in single
- * or double, round(v / 257) as DLA_U8). Images of a datastore must all
+ * or double, round(v / 257) as DLA_U8). MATLAB's imread composites
+ * transparent pixels onto the file's bKGD colour or black, and gives an
+ * indexed PNG's indices: docs/data.md. Images of a datastore must all
  * have its size, except through an
  * augmented datastore that resizes or crops them (dla_augimds_create).
  *
