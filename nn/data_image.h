@@ -50,7 +50,8 @@ static inline double dla__image_unit(const dla__image *im) { return im->depth ==
  * expanded to RGB, 16-bit samples kept (depth 2), gray below 8 bits widened. On failure *img is zeroed
  * and err holds "<path>: <why>": DLA_ERR_IO (cannot open or read it),
  * DLA_ERR_FORMAT (neither PNG nor JPEG, an unsupported colour space, an
- * image over DLA__IMAGE_MAX_BYTES, or a corrupt or truncated file, with the
+ * image over DLA__IMAGE_MAX_BYTES, a JPEG of more than 1000 scans, each of
+ * which walks the whole image, or a corrupt or truncated file, with the
  * decoder's own message: libjpeg's warnings, such as a premature end of the
  * data, count as errors, as it would otherwise fill the rest with gray,
  * except the two that leave every pixel decoded: stray bytes before the

@@ -1833,6 +1833,82 @@ static void spit(const char *path, const unsigned char *b, long n)
     fclose(f);
 }
 
+/* A progressive JPEG may repeat a scan without a warning, each one a walk
+ * over every block: 5000 of them in a 218 KB file held a 4000x4000 image
+ * 21 seconds in the decoder. More than 1000 scans is refused, naming the
+ * file; 990 still read, as the image they leave. */
+static void test_a_jpeg_of_too_many_scans_is_refused(void **state)
+{
+    (void)state;
+    const char *top = fresh("jscans");
+    mkdirs(path_of("jscans/c"));
+    /* A progressive 64x64 gray image of 90. */
+    FILE *f = fopen(path_of("jscans/c/a.jpg"), "wb");
+    assert_non_null(f);
+    struct jpeg_compress_struct j;
+    struct jpeg_error_mgr e;
+    j.err = jpeg_std_error(&e);
+    jpeg_create_compress(&j);
+    jpeg_stdio_dest(&j, f);
+    j.image_width = j.image_height = 64;
+    j.input_components = 1;
+    j.in_color_space = JCS_GRAYSCALE;
+    jpeg_set_defaults(&j);
+    jpeg_simple_progression(&j);
+    jpeg_start_compress(&j, TRUE);
+    unsigned char row[64];
+    memset(row, 90, sizeof row);
+    while (j.next_scanline < j.image_height) {
+        JSAMPROW rp = row;
+        jpeg_write_scanlines(&j, &rp, 1);
+    }
+    jpeg_finish_compress(&j);
+    const int id = j.comp_info[0].component_id;
+    jpeg_destroy_compress(&j);
+    fclose(f);
+    long n;
+    unsigned char *base = slurp(path_of("jscans/c/a.jpg"), &n);
+    assert_true(n > 2 && base[n - 2] == 0xFF && base[n - 1] == 0xD9);
+    /* Before the end of the image: an AC table of one code, "0" for an
+     * end-of-band run of 64 to 127 blocks (symbol 0x60), then scans of
+     * band 1..63 at bit 0 of the one component, each a run over its 64
+     * blocks: "0" and 6 bits of 0, padded with a 1. */
+    const unsigned char dht[] = {0xFF, 0xC4, 0, 20, 0x11, /* 16 counts */ 1, 0, 0, 0, 0, 0, 0, 0,
+                                 0,    0,    0, 0,  0,    0,   0,   0, 0x60};
+    const unsigned char sos[] = {0xFF, 0xDA, 0, 8, 1, (unsigned char)id, 0x01, 1, 63, 0, 0x01};
+    _Static_assert(sizeof dht == 4 + 1 + 16 + 1, "the table's length");
+    for (int many = 0; many < 2; many++) {
+        const int scans = many ? 1100 : 990;
+        long m = n - 2 + (long)sizeof dht + scans * (long)sizeof sos + 2;
+        unsigned char *b = malloc((size_t)m);
+        assert_non_null(b);
+        memcpy(b, base, (size_t)n - 2);
+        long at = n - 2;
+        memcpy(b + at, dht, sizeof dht);
+        at += (long)sizeof dht;
+        for (int s = 0; s < scans; s++, at += (long)sizeof sos)
+            memcpy(b + at, sos, sizeof sos);
+        b[at] = 0xFF, b[at + 1] = 0xD9;
+        spit(path_of("jscans/c/a.jpg"), b, m);
+        free(b);
+        if (many) {
+            expect_create_error(top, NULL, DLA_ERR_FORMAT, "jscans/c/a.jpg", "1000 scans");
+        } else {
+            dla_imds *ds;
+            assert_ok(dla_imds_create(top, &(dla_imds_options){.dtype = DLA_U8}, &ds));
+            dla_tensor *x;
+            assert_ok(dla_imds_readall(ds, &x, NULL));
+            unsigned char px[64 * 64];
+            to_host(x, px, sizeof px);
+            for (int i = 0; i < 64 * 64; i++)
+                assert_int_equal(px[i], 90);
+            dla_tensor_release(x);
+            dla_imds_free(ds);
+        }
+    }
+    free(base);
+}
+
 /* Two libjpeg warnings leave every pixel decoded: bytes between the last
  * scan and the end-of-image marker (the "extraneous bytes before marker
  * 0xd9" of many camera and web files) and a JFIF version 2.x. Both were
@@ -2454,6 +2530,7 @@ int main(void)
         TU_TEST(test_corrupt_truncated_and_foreign_files_are_named),
         TU_TEST(test_a_forged_jpeg_size_is_refused_before_decoding),
         TU_TEST(test_jpeg_warnings_that_leave_the_pixels_whole_are_read),
+        TU_TEST(test_a_jpeg_of_too_many_scans_is_refused),
         TU_TEST(test_mixed_sizes_need_a_resize),
         TU_TEST(test_skip_corrupt_warns_once_and_keeps_labels_paired),
         TU_TEST(test_a_generic_datastore_before_the_images_stays_paired),
