@@ -25,14 +25,21 @@ typedef struct dla__image {
     uint8_t *px; /* dla__data_malloc'd; dla__image_free */
 } dla__image;
 
-/* Sample i of im in 8-bit units: the byte, or a 16-bit sample / 257 (its
- * full range onto 0..255, as MATLAB's im2uint8 and im2single scale). */
+/* Sample i of im in the file's own units: the byte, or the 16-bit value.
+ * dla__image_unit is what one 8-bit step is in those units (1 or 257):
+ * a sample s is s / (255 * unit) in [0, 1], one division, so that a
+ * 16-bit v reads as v / 65535 exactly, as MATLAB's im2double and
+ * im2single of the uint16 image (through the 8-bit units, v / 257 / 255,
+ * a quarter of the 65536 values came out a unit in the last place off
+ * in double). */
 static inline double dla__image_sample(const dla__image *im, size_t i)
 {
     if (im->depth == 1)
         return im->px[i];
-    return (double)(im->px[2 * i] | (unsigned)im->px[2 * i + 1] << 8) / 257.0;
+    return (double)(im->px[2 * i] | (unsigned)im->px[2 * i + 1] << 8);
 }
+
+static inline double dla__image_unit(const dla__image *im) { return im->depth == 1 ? 1.0 : 257.0; }
 
 /* The largest image the decoder takes (pixels times channels), so that a
  * forged header cannot ask for gigabytes. */
@@ -43,7 +50,8 @@ static inline double dla__image_sample(const dla__image *im, size_t i)
  * expanded to RGB, 16-bit samples kept (depth 2), gray below 8 bits widened. On failure *img is zeroed
  * and err holds "<path>: <why>": DLA_ERR_IO (cannot open or read it),
  * DLA_ERR_FORMAT (neither PNG nor JPEG, an unsupported colour space, an
- * image over DLA__IMAGE_MAX_BYTES, or a corrupt or truncated file, with the
+ * image over DLA__IMAGE_MAX_BYTES, a JPEG of more than 1000 scans, each of
+ * which walks the whole image, or a corrupt or truncated file, with the
  * decoder's own message: libjpeg's warnings, such as a premature end of the
  * data, count as errors, as it would otherwise fill the rest with gray,
  * except the two that leave every pixel decoded: stray bytes before the

@@ -51,15 +51,17 @@ void dla__imds_out_size(const dla_imds *ds, int *h, int *w, int *c)
     *c = !a || a->color == DLA__COLOR_NONE ? ds->cat->c : a->color == DLA__COLOR_GRAY2RGB ? 3 : 1;
 }
 
-static void put(const job *jb, unsigned char *dst, size_t i, double v)
+/* Writes v, in the file's units (unit: dla__image_unit), as the
+ * datastore's dtype: v / (255 unit) in [0, 1], or round(v / unit) bytes. */
+static void put(const job *jb, unsigned char *dst, size_t i, double v, double unit)
 {
     if (jb->ds->dtype == DLA_U8) {
-        double r = floor(v + 0.5);
+        double r = floor(v / unit + 0.5);
         dst[i] = (unsigned char)(r < 0 ? 0 : r > 255 ? 255 : r);
     } else if (jb->ds->dtype == DLA_F64) {
-        ((double *)dst)[i] = v / 255.0;
+        ((double *)dst)[i] = v / (255.0 * unit);
     } else {
-        ((float *)dst)[i] = (float)(v / 255.0);
+        ((float *)dst)[i] = (float)(v / (255.0 * unit));
     }
 }
 
@@ -75,7 +77,8 @@ static void copy_plain(const job *jb, const dla__image *im, unsigned char *dst)
         for (size_t y = 0; y < h; y++)
             for (size_t x = 0; x < w; x++)
                 for (size_t k = 0; k < c; k++)
-                    put(jb, dst, y + h * x + hw * k, dla__image_sample(im, (y * w + x) * c + k));
+                    put(jb, dst, y + h * x + hw * k, dla__image_sample(im, (y * w + x) * c + k),
+                        257.0);
     } else if (jb->ds->dtype == DLA_U8) {
         for (size_t y = 0; y < h; y++)
             for (size_t x = 0; x < w; x++)
@@ -90,7 +93,7 @@ static void copy_plain(const job *jb, const dla__image *im, unsigned char *dst)
     } else {
         float *d = (float *)dst, scale[256];
         for (int v = 0; v < 256; v++)
-            scale[v] = (float)(v / 255.0); /* as put() rounds it */
+            scale[v] = (float)(v / 255.0); /* as put() rounds it (unit 1) */
         for (size_t y = 0; y < h; y++)
             for (size_t x = 0; x < w; x++)
                 for (size_t k = 0; k < c; k++)
@@ -106,18 +109,15 @@ static void copy_plain(const job *jb, const dla__image *im, unsigned char *dst)
  * 0.5870 and 0.1140 to four places, which sum to 0.9999 and read white as
  * 254.97) and, the image being uint8 or uint16 as read, rounds to its
  * class; augmentedImageDatastore does that before the transforms. So the
- * sum is rounded here in the file's own units (16-bit samples are /257 in
- * the 8-bit units dla__image_sample gives). */
+ * sum is rounded here in the file's own units (dla__image_sample's). */
 static double sample(const dla__image *im, int color, size_t p, int k)
 {
     size_t at = p * (size_t)im->c;
     if (color == DLA__COLOR_RGB2GRAY && im->c == 3) {
-        double unit = im->depth == 1 ? 1.0 : 257.0;
-        double v = (0.298936021293775 * dla__image_sample(im, at) +
-                    0.587043074451121 * dla__image_sample(im, at + 1) +
-                    0.114020904255103 * dla__image_sample(im, at + 2)) *
-                   unit;
-        return floor(v + 0.5) / unit;
+        double v = 0.298936021293775 * dla__image_sample(im, at) +
+                   0.587043074451121 * dla__image_sample(im, at + 1) +
+                   0.114020904255103 * dla__image_sample(im, at + 2);
+        return floor(v + 0.5);
     }
     if (color == DLA__COLOR_GRAY2RGB && im->c == 1)
         return dla__image_sample(im, at);
@@ -185,9 +185,11 @@ static void warp(const job *jb, const dla__image *im, const xform *t, unsigned c
         y0 = y0 > im->h - jb->h ? im->h - jb->h : y0;
         x0 = x0 > im->w - jb->w ? im->w - jb->w : x0;
     }
+    /* The fill is given in 8-bit units; the samples are the file's. */
+    const double unit = dla__image_unit(im);
     double fill[3];
     for (int k = 0; k < 3; k++)
-        fill[k] = g->fill_per_channel ? g->fill_value[k] : g->fill_value[0];
+        fill[k] = (g->fill_per_channel ? g->fill_value[k] : g->fill_value[0]) * unit;
     size_t hw = (size_t)jb->h * (size_t)jb->w;
     for (int xo = 0; xo < jb->w; xo++)
         for (int yo = 0; yo < jb->h; yo++) {
@@ -223,7 +225,7 @@ static void warp(const job *jb, const dla__image *im, const xform *t, unsigned c
                         acc += wgt * sample(im, ag->color,
                                             (size_t)py * (size_t)im->w + (size_t)px, k);
                 }
-                put(jb, dst, (size_t)yo + (size_t)jb->h * (size_t)xo + hw * (size_t)k, acc);
+                put(jb, dst, (size_t)yo + (size_t)jb->h * (size_t)xo + hw * (size_t)k, acc, unit);
             }
         }
 }

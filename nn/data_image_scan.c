@@ -70,10 +70,16 @@ static dla_status walk(scan *s, const char *dir, int depth, int recurse)
             st = dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", s->op);
             break;
         }
-        struct stat sb;
+        struct stat sb, lb;
         if (stat(path, &sb) != 0) {
-            st = dla__data_fail(DLA_ERR_IO, "%s: cannot read %s: %s", s->op, path,
-                                strerror(errno));
+            const int err = errno;
+            /* A link to nothing (or a loop of links) not named as an image:
+             * nothing the datastore would read, left out as other files
+             * are. A stale link beside the images (a README moved away)
+             * failed the whole datastore. */
+            if (is_image_name(e->d_name) || lstat(path, &lb) != 0 || !S_ISLNK(lb.st_mode))
+                st = dla__data_fail(DLA_ERR_IO, "%s: cannot read %s: %s", s->op, path,
+                                    strerror(err));
             dla__data_free(path);
         } else if (S_ISDIR(sb.st_mode)) {
             subfolders++;

@@ -77,12 +77,17 @@ static dla_status walk(scan *s, const char *dir, int depth)
         if (e->d_name[0] == '.')
             continue; /* ., .., and hidden files */
         char *path = dla__data_path_join(dir, e->d_name);
-        struct stat sb;
+        struct stat sb, lb;
         if (!path) {
             st = dla__data_fail(DLA_ERR_OUT_OF_MEMORY, "%s: out of memory", s->op);
         } else if (stat(path, &sb) != 0) {
-            st = dla__data_fail(DLA_ERR_IO, "%s: cannot read %s: %s", s->op, path,
-                                strerror(errno));
+            const int err = errno;
+            /* A link to nothing (or a loop of links) whose name is not
+             * wanted: left out, as other files of other names are (a stale
+             * link beside the data failed the whole datastore). */
+            if (wanted(s, e->d_name) || lstat(path, &lb) != 0 || !S_ISLNK(lb.st_mode))
+                st = dla__data_fail(DLA_ERR_IO, "%s: cannot read %s: %s", s->op, path,
+                                    strerror(err));
             dla__data_free(path);
         } else if (S_ISDIR(sb.st_mode)) {
             st = walk(s, path, depth + 1);

@@ -2826,8 +2826,9 @@ static dla_status parse_test_metrics(const char *metrics, char names[][32], int 
     return DLA_OK;
 }
 
-DLA_API dla_status dla_testnet(dla_net *net, const dla_train_data *data, const char *metrics,
-                               const dla_predict_options *opts, double *values)
+/* dla_testnet once an image datastore's labels are in place. */
+static dla_status testnet_checked(dla_net *net, const dla_train_data *data, const char *metrics,
+                                  const dla_predict_options *opts, double *values)
 {
     static const char fn[] = "dla_testnet";
     if (!net || !metrics || !values)
@@ -2911,5 +2912,29 @@ DLA_API dla_status dla_testnet(dla_net *net, const dla_train_data *data, const c
     dla_mbq_free(tr.val_q);
     dla_tensor_release(tr.val_targets);
     dla_tensor_release(tr.class_list);
+    return st;
+}
+
+DLA_API dla_status dla_testnet(dla_net *net, const dla_train_data *data, const char *metrics,
+                               const dla_predict_options *opts, double *values)
+{
+    /* An image datastore without targets: its labels are the targets, as
+     * trainnet takes it (MATLAB's testnet(net, imds, metrics) scores the
+     * datastore's labels). They were refused as "targets is NULL". The
+     * class numbers are the datastore's own (its sorted folder names). */
+    if (!data || !data->images || data->targets || data->target_sequences)
+        return testnet_checked(net, data, metrics, opts, values);
+    dla_scope_begin();
+    dla_tensor *labels = dla_tensor_retain(dla_imds_labels(data->images));
+    dla_scope_end();
+    if (!labels) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", dla_last_error());
+        return dla_set_error(dla_last_status(), "dla_testnet: data: %s", msg);
+    }
+    dla_train_data own = *data;
+    own.targets = labels;
+    dla_status st = testnet_checked(net, &own, metrics, opts, values);
+    dla_tensor_release(labels);
     return st;
 }

@@ -1352,6 +1352,58 @@ static void test_png_16_bit_samples_keep_their_precision(void **state)
     dla_imds_free(ds);
 }
 
+/* Every 16-bit value, as the plain copy and as an augmented datastore
+ * that neither resizes nor transforms reads it: v / 65535 exactly in
+ * double and single (MATLAB's im2double and im2single of the uint16
+ * image imread gives), round(v / 257) as bytes. Through 8-bit units
+ * (v / 257, then / 255) 15280 of the 65536 values came out a unit in the
+ * last place off in double. */
+static void test_png_16_bit_samples_read_exactly_as_matlab_scales_them(void **state)
+{
+    (void)state;
+    const char *dir = fresh("png16all");
+    mkdirs(path_of("png16all/c"));
+    /* 256 x 256: row r, column c holds v = 256 r + c. */
+    unsigned char *rows = malloc(2 * 65536);
+    assert_non_null(rows);
+    for (unsigned v = 0; v < 65536; v++)
+        rows[2 * v] = (unsigned char)(v >> 8), rows[2 * v + 1] = (unsigned char)(v & 255);
+    write_png_raw(path_of("png16all/c/a.png"), 256, 256, 16, PNG_COLOR_TYPE_GRAY, rows, 512, NULL,
+                  0, NULL, 0, NULL);
+    free(rows);
+    double *got = malloc(sizeof *got * 65536);
+    assert_non_null(got);
+    for (int d = 0; d < 3; d++) {
+        const dla_dtype dt = d == 0 ? DLA_F64 : d == 1 ? DLA_F32 : DLA_U8;
+        dla_imds *ds, *aug;
+        assert_ok(dla_imds_create(dir, &(dla_imds_options){.dtype = dt}, &ds));
+        assert_ok(dla_augimds_create((int64_t[]){256, 256}, ds, NULL, 1, &aug));
+        for (int a = 0; a < 2; a++) {
+            dla_tensor *x;
+            assert_ok(dla_imds_readall(a ? aug : ds, &x, NULL));
+            dla_tensor *x64 = dla_cast(x, DLA_F64);
+            to_host(x64, got, sizeof *got * 65536);
+            dla_tensor_release(x64);
+            dla_tensor_release(x);
+            int wrong = 0;
+            for (unsigned r = 0; r < 256; r++)
+                for (unsigned c = 0; c < 256; c++) {
+                    const unsigned v = 256 * r + c;
+                    const double want = dt == DLA_F64   ? v / 65535.0
+                                        : dt == DLA_F32 ? (double)(float)(v / 65535.0)
+                                                        : floor(v / 257.0 + 0.5);
+                    wrong += !(got[r + 256 * c] == want);
+                }
+            if (wrong)
+                fail_msg("%s, %s: %d of 65536 values are not v / 65535 exactly",
+                         dla_dtype_name(dt), a ? "augmented" : "plain", wrong);
+        }
+        dla_imds_free(aug);
+        dla_imds_free(ds);
+    }
+    free(got);
+}
+
 /* ------------------------------------------------------------ queues */
 
 /* One run of a queue over an augmented datastore: batches of 4 of 16 8x8
@@ -1583,6 +1635,28 @@ static void expect_create_error(const char *top, const dla_imds_options *o, dla_
                  needle2 ? needle2 : "");
 }
 
+/* A link to nothing not named as an image (a README moved away) is left
+ * out as other files are; it failed the whole datastore ("cannot read
+ * .../README: No such file or directory"). One named as an image is an
+ * error naming it. */
+static void test_a_stale_link_beside_the_images_is_left_out(void **state)
+{
+    (void)state;
+    const char *top = fresh("stalelink");
+    mkdirs(path_of("stalelink/a"));
+    write_png(path_of("stalelink/a/1.png"), 1, 4, 3, 1);
+    assert_int_equal(symlink("/nonexistent/dla_gone", path_of("stalelink/a/README")), 0);
+    dla_imds *ds;
+    assert_ok(dla_imds_create(top, NULL, &ds));
+    assert_int_equal(dla_imds_num_files(ds), 1);
+    dla_imds_free(ds);
+    assert_int_equal(symlink("/nonexistent/dla_gone", path_of("stalelink/a/2.png")), 0);
+    assert_int_equal(dla_imds_create(top, NULL, &ds), DLA_ERR_IO);
+    assert_null(ds);
+    if (!strstr(dla_last_error(), "stalelink/a/2.png"))
+        fail_msg("message \"%s\" does not name the link", dla_last_error());
+}
+
 /* Reading everything fails with st and a message naming the file. */
 static void expect_read_error(dla_imds *ds, dla_status st, const char *file, const char *why)
 {
@@ -1757,6 +1831,82 @@ static void spit(const char *path, const unsigned char *b, long n)
     assert_non_null(f);
     assert_int_equal(fwrite(b, 1, (size_t)n, f), (size_t)n);
     fclose(f);
+}
+
+/* A progressive JPEG may repeat a scan without a warning, each one a walk
+ * over every block: 5000 of them in a 218 KB file held a 4000x4000 image
+ * 21 seconds in the decoder. More than 1000 scans is refused, naming the
+ * file; 990 still read, as the image they leave. */
+static void test_a_jpeg_of_too_many_scans_is_refused(void **state)
+{
+    (void)state;
+    const char *top = fresh("jscans");
+    mkdirs(path_of("jscans/c"));
+    /* A progressive 64x64 gray image of 90. */
+    FILE *f = fopen(path_of("jscans/c/a.jpg"), "wb");
+    assert_non_null(f);
+    struct jpeg_compress_struct j;
+    struct jpeg_error_mgr e;
+    j.err = jpeg_std_error(&e);
+    jpeg_create_compress(&j);
+    jpeg_stdio_dest(&j, f);
+    j.image_width = j.image_height = 64;
+    j.input_components = 1;
+    j.in_color_space = JCS_GRAYSCALE;
+    jpeg_set_defaults(&j);
+    jpeg_simple_progression(&j);
+    jpeg_start_compress(&j, TRUE);
+    unsigned char row[64];
+    memset(row, 90, sizeof row);
+    while (j.next_scanline < j.image_height) {
+        JSAMPROW rp = row;
+        jpeg_write_scanlines(&j, &rp, 1);
+    }
+    jpeg_finish_compress(&j);
+    const int id = j.comp_info[0].component_id;
+    jpeg_destroy_compress(&j);
+    fclose(f);
+    long n;
+    unsigned char *base = slurp(path_of("jscans/c/a.jpg"), &n);
+    assert_true(n > 2 && base[n - 2] == 0xFF && base[n - 1] == 0xD9);
+    /* Before the end of the image: an AC table of one code, "0" for an
+     * end-of-band run of 64 to 127 blocks (symbol 0x60), then scans of
+     * band 1..63 at bit 0 of the one component, each a run over its 64
+     * blocks: "0" and 6 bits of 0, padded with a 1. */
+    const unsigned char dht[] = {0xFF, 0xC4, 0, 20, 0x11, /* 16 counts */ 1, 0, 0, 0, 0, 0, 0, 0,
+                                 0,    0,    0, 0,  0,    0,   0,   0, 0x60};
+    const unsigned char sos[] = {0xFF, 0xDA, 0, 8, 1, (unsigned char)id, 0x01, 1, 63, 0, 0x01};
+    _Static_assert(sizeof dht == 4 + 1 + 16 + 1, "the table's length");
+    for (int many = 0; many < 2; many++) {
+        const int scans = many ? 1100 : 990;
+        long m = n - 2 + (long)sizeof dht + scans * (long)sizeof sos + 2;
+        unsigned char *b = malloc((size_t)m);
+        assert_non_null(b);
+        memcpy(b, base, (size_t)n - 2);
+        long at = n - 2;
+        memcpy(b + at, dht, sizeof dht);
+        at += (long)sizeof dht;
+        for (int s = 0; s < scans; s++, at += (long)sizeof sos)
+            memcpy(b + at, sos, sizeof sos);
+        b[at] = 0xFF, b[at + 1] = 0xD9;
+        spit(path_of("jscans/c/a.jpg"), b, m);
+        free(b);
+        if (many) {
+            expect_create_error(top, NULL, DLA_ERR_FORMAT, "jscans/c/a.jpg", "1000 scans");
+        } else {
+            dla_imds *ds;
+            assert_ok(dla_imds_create(top, &(dla_imds_options){.dtype = DLA_U8}, &ds));
+            dla_tensor *x;
+            assert_ok(dla_imds_readall(ds, &x, NULL));
+            unsigned char px[64 * 64];
+            to_host(x, px, sizeof px);
+            for (int i = 0; i < 64 * 64; i++)
+                assert_int_equal(px[i], 90);
+            dla_tensor_release(x);
+            dla_imds_free(ds);
+        }
+    }
+    free(base);
 }
 
 /* Two libjpeg warnings leave every pixel decoded: bytes between the last
@@ -2096,6 +2246,49 @@ static void test_trainnet_from_a_datastore_matches_training_from_memory(void **s
     dla_imds_free(ds);
 }
 
+/* testnet over an image datastore without targets scores its labels, as
+ * trainnet trains on them (MATLAB's testnet(net, imds, metrics)): the
+ * same values as over the images and labels read into memory. It was
+ * refused ("data: targets is NULL"). A datastore without labels is
+ * refused, naming testnet. */
+static void test_testnet_scores_a_datastore_by_its_labels(void **state)
+{
+    (void)state;
+    const char *top = fresh("testnet");
+    for (int i = 0; i < 10; i++) {
+        mkdirs(path_of("testnet/k%d", i % 3));
+        write_png(path_of("testnet/k%d/%02d.png", i % 3, i), i, 4, 3, 1);
+    }
+    dla_imds *ds, *none;
+    assert_ok(dla_imds_create(top, NULL, &ds));
+    assert_ok(dla_imds_create(top, &(dla_imds_options){.label_source = "none"}, &none));
+    dla_tensor *x, *t;
+    assert_ok(dla_imds_readall(ds, &x, &t));
+    dla_rng_seed(9);
+    dla_layer *layers[] = {
+        dla_image_input_layer(4, 3, 1, &(dla_image_input_options){.normalization = "none"}),
+        dla_fc_layer(3, NULL),
+        dla_softmax_layer(NULL),
+    };
+    dla_net *net = dla_net_create(3, layers);
+    double a[2], b[2];
+    assert_ok(dla_testnet(net, &(dla_train_data){.predictors = x, .targets = t},
+                          "accuracy,crossentropy", &(dla_predict_options){.mini_batch_size = 4},
+                          a));
+    assert_ok(dla_testnet(net, &(dla_train_data){.images = ds}, "accuracy,crossentropy",
+                          &(dla_predict_options){.mini_batch_size = 4}, b));
+    assert_true(a[0] == b[0] && a[1] == b[1] && !isnan(a[1]));
+    assert_int_equal(dla_testnet(net, &(dla_train_data){.images = none}, "accuracy", NULL, b),
+                     DLA_ERR_INVALID_ARGUMENT);
+    if (!strstr(dla_last_error(), "dla_testnet") || !strstr(dla_last_error(), "no labels"))
+        fail_msg("message \"%s\"", dla_last_error());
+    dla_net_free(net);
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+    dla_imds_free(none);
+    dla_imds_free(ds);
+}
+
 /* A corrupt file met while training (and while computing the input
  * layer's statistics) stops trainnet with an error naming it. */
 static void test_trainnet_names_a_corrupt_file(void **state)
@@ -2329,12 +2522,15 @@ int main(void)
         TU_TEST(test_color_preprocessing_mixes_gray_and_rgb),
         TU_TEST(test_png_transparency_is_dropped),
         TU_TEST(test_png_16_bit_samples_keep_their_precision),
+        TU_TEST(test_png_16_bit_samples_read_exactly_as_matlab_scales_them),
         TU_TEST(test_a_queue_reads_the_datastore_on_its_threads_in_order),
         TU_TEST(test_background_dispatch_keeps_the_augmentation),
         TU_TEST(test_empty_folders_and_classes_and_stray_files_are_named),
+        TU_TEST(test_a_stale_link_beside_the_images_is_left_out),
         TU_TEST(test_corrupt_truncated_and_foreign_files_are_named),
         TU_TEST(test_a_forged_jpeg_size_is_refused_before_decoding),
         TU_TEST(test_jpeg_warnings_that_leave_the_pixels_whole_are_read),
+        TU_TEST(test_a_jpeg_of_too_many_scans_is_refused),
         TU_TEST(test_mixed_sizes_need_a_resize),
         TU_TEST(test_skip_corrupt_warns_once_and_keeps_labels_paired),
         TU_TEST(test_a_generic_datastore_before_the_images_stays_paired),
@@ -2343,6 +2539,7 @@ int main(void)
         TU_TEST(test_export_with_a_small_limit_makes_no_empty_folder),
         TU_TEST(test_export_over_another_export_fails),
         TU_TEST(test_trainnet_from_a_datastore_matches_training_from_memory),
+        TU_TEST(test_testnet_scores_a_datastore_by_its_labels),
         TU_TEST(test_trainnet_names_a_corrupt_file),
         TU_TEST(test_minibatchpredict_refuses_a_skipped_file),
         TU_TEST(test_trainnet_initializes_past_a_skipped_first_file),

@@ -369,6 +369,28 @@ static void test_file_datastore_reads_one_file_a_read_in_path_order(void **state
     dla_scope_end();
 }
 
+/* A link to nothing in a folder, named as no wanted file, is left out as
+ * the other unwanted files are (it failed the whole datastore: "cannot
+ * read .../README: No such file or directory"); one with a wanted name
+ * is still an error naming it. */
+static void test_a_stale_link_of_another_name_is_left_out(void **state)
+{
+    (void)state;
+    mkdir(at_root("stale"), 0700);
+    write_text(at_root("stale/1.txt"), "10\n");
+    assert_int_equal(symlink("/nonexistent/dla_gone", at_root("stale/README")), 0);
+    dla_datastore *ds;
+    assert_ok(dla_file_datastore(1, (const char *[]){at_root("stale")},
+                                 (const char *[]){".txt", NULL}, 1, read_number, NULL, &ds));
+    assert_int_equal(dla_datastore_num_observations(ds), 1);
+    dla_datastore_free(ds);
+    /* Every file wanted (no extensions): the link is one of them. */
+    expect_error(dla_file_datastore(1, (const char *[]){at_root("stale")}, NULL, 1, read_number,
+                                    NULL, &ds),
+                 DLA_ERR_IO, "dla_file_datastore", "stale/README", NULL);
+    assert_null(ds);
+}
+
 /* ---------------------------------------------------- transform, combine */
 
 static dla_status twice_and_sum(void *ctx, int nin, dla_tensor *const *in, int nout,
@@ -1763,6 +1785,7 @@ int main(void)
         TU_TEST(test_array_iteration_dimension_and_formats),
         TU_TEST(test_subset_shuffle_and_partition),
         TU_TEST(test_file_datastore_reads_one_file_a_read_in_path_order),
+        TU_TEST(test_a_stale_link_of_another_name_is_left_out),
         TU_TEST(test_transform_applies_the_function_per_observation),
         TU_TEST(test_combine_reads_in_step_and_refuses_other_lengths),
         TU_TEST(test_custom_datastores_indexed_and_in_order),

@@ -245,7 +245,9 @@ DLA_API dla_status dla_padsequences(const dla_seqlist *seqs, int64_t n, const in
  * An image is read as H x W x C (H rows first, as MATLAB), C = 1 for gray
  * and 3 for colour (alpha dropped, a tRNS chunk's transparency too,
  * palettes expanded; a 16-bit PNG's samples v read as v / 65535 in single
- * or double, round(v / 257) as DLA_U8). Images of a datastore must all
+ * or double, round(v / 257) as DLA_U8). MATLAB's imread composites
+ * transparent pixels onto the file's bKGD colour or black, and gives an
+ * indexed PNG's indices: docs/data.md. Images of a datastore must all
  * have its size, except through an
  * augmented datastore that resizes or crops them (dla_augimds_create).
  *
@@ -256,7 +258,10 @@ DLA_API dla_status dla_padsequences(const dla_seqlist *seqs, int64_t n, const in
  * Bad input is an error naming the file or folder, never a crash or a
  * silently wrong label (DLA_ERR_IO when a folder or file cannot be read;
  * DLA_ERR_FORMAT for a corrupt or truncated image, a file that is neither
- * PNG nor JPEG, or an image whose size is not the datastore's;
+ * PNG nor JPEG, a CMYK JPEG, a progressive JPEG of more than 1000 scans
+ * (encoders write about 10; each walks the whole image, so a small forged
+ * file held the decoder for minutes), or an image whose size is not the
+ * datastore's;
  * DLA_ERR_INVALID_ARGUMENT for an empty folder, a class folder with no
  * image file, or an image right in the top folder where its label would be
  * the top folder's name). With skip_corrupt, corrupt files (not those of

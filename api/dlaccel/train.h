@@ -737,7 +737,8 @@ typedef struct dla_predict_options {
  * inference mode (predict) over data (predictors, sequences, an image
  * datastore or a datastore, and targets or target_sequences or a
  * datastore's second output, as trainnet takes them:
- * class numbers or responses), in mini-batches, each metric over the
+ * class numbers or responses; an image datastore's labels, its own class
+ * numbers, when targets is NULL), in mini-batches, each metric over the
  * whole data.
  * metrics names them, comma-separated: "accuracy" (percent, as Metrics
  * "accuracy" counts it: a one-channel output thresholded at 0.5), "rmse", or a
