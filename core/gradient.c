@@ -884,6 +884,50 @@ static int loss_is_traced(const dla__tape *tape, size_t count, dla_tensor *loss,
     return traced;
 }
 
+/* A tensor the loss's path reads (an input of a node the loss is computed
+ * from) that is wrt's memory under another handle: made off the tape (no
+ * node made it, and it depends on no requested tensor) and overlapping
+ * wrt, itself made off the tape. NULL: none. The loss then reads wrt's
+ * values as a constant, and zeros would be a silent mistake, not MATLAB's
+ * unused variable: an accelerated model loss recorded with fresh handles
+ * for its inputs (docs/networks.md's recipe) whose forward read the
+ * network's own learnables through ctx instead of its inputs (no
+ * dla_net_forward_options.learnables) gave every learnable zeros in the
+ * accelerated call, where the same function eagerly gave the gradients.
+ * on_path and reach: NULL until nodes_to_loss has filled them (calloc'd
+ * here; the caller frees them). */
+static const dla_tensor *read_under_another_handle(const dla__tape *tape, size_t count,
+                                                   const gmap *m, const dla_tensor *loss,
+                                                   const dla_tensor *w, unsigned char **on_path,
+                                                   unsigned char **reach, dla_status *st)
+{
+    size_t sw = gmap_find(m, w);
+    if (sw != SIZE_MAX && m->producer[sw] >= 0)
+        return NULL; /* a view made on the tape (x(i) of a loss of x): MATLAB's zeros */
+    if (!*on_path) {
+        *on_path = dla__calloc(m->cap, 1);
+        *reach = dla__calloc(count ? count : 1, 1);
+        if (!*on_path || !*reach) {
+            *st = dla__fail(DLA_ERR_OUT_OF_MEMORY, "dla_gradient: cannot allocate the loss's path");
+            return NULL;
+        }
+        nodes_to_loss(tape, count, m, loss, *on_path, *reach);
+    }
+    for (size_t k = 0; k < count; k++) {
+        const dla__node *n = &tape->nodes[k];
+        for (int j = 0; (*reach)[k] && j < n->nin; j++) {
+            const dla_tensor *x = n->in[j];
+            if (x == w || x->storage != w->storage)
+                continue;
+            size_t s = gmap_find(m, x);
+            if ((s == SIZE_MAX || (m->producer[s] < 0 && !m->dep[s])) &&
+                dla__tensors_overlap(x, w))
+                return x;
+        }
+    }
+    return NULL;
+}
+
 /* missing: NULL, and a wrt[i] the loss does not depend on gets zeros when
  * the loss is traced (MATLAB's dlgradient: a traced loss that does not
  * reach a variable, or reaches it only through constant ops, gives it
@@ -1011,6 +1055,7 @@ static dla_status gradient_run(dla_tensor *loss, int nwrt, dla_tensor *const *wr
     tape->plain_sweeps += !recorded;
     /* -1: not asked yet. */
     int traced = -1;
+    unsigned char *on_path = NULL, *reach = NULL;
     if (one_needed && st == DLA_OK) {
         traced = 0;
         for (int i = 0; i < nwrt && !traced; i++) {
@@ -1027,7 +1072,28 @@ static dla_status gradient_run(dla_tensor *loss, int nwrt, dla_tensor *const *wr
             st = DLA_ERR_OUT_OF_MEMORY;
             break;
         }
-        if ((s == SIZE_MAX || !m.grad[s]) && (missing || (may_miss && may_miss[i]) || traced > 0)) {
+        const dla_tensor *alias = NULL;
+        if ((s == SIZE_MAX || !m.grad[s]) && !missing && !(may_miss && may_miss[i]) &&
+            traced > 0 &&
+            (alias = read_under_another_handle(tape, count, &m, loss, wrt[i], &on_path, &reach,
+                                               &st)) != NULL) {
+            char abuf[DLA__DIMS_BUF];
+            st = dla__fail(DLA_ERR_INVALID_ARGUMENT,
+                           "%s: argument wrt[%d] (%s %s): the loss does not depend on it, but "
+                           "reads its memory through another tensor (%s %s) made before the "
+                           "call, a constant to the tape: compute the loss from wrt[%d] itself "
+                           "(an accelerated function gets fresh handles for its inputs: read "
+                           "the input, not the caller's tensor through ctx or a global; a "
+                           "network's learnables given as inputs: "
+                           "dla_net_forward_options.learnables)", op, i,
+                           dla__tensor_dims_str(wrt[i], buf, sizeof buf),
+                           dla_dtype_name(wrt[i]->dtype),
+                           dla__tensor_dims_str(alias, abuf, sizeof abuf),
+                           dla_dtype_name(alias->dtype), i);
+        } else if (st != DLA_OK) {
+            break;
+        } else if ((s == SIZE_MAX || !m.grad[s]) &&
+                   (missing || (may_miss && may_miss[i]) || traced > 0)) {
             if (missing)
                 ++*missing;
         } else if (s == SIZE_MAX || !m.grad[s])
@@ -1045,6 +1111,8 @@ static dla_status gradient_run(dla_tensor *loss, int nwrt, dla_tensor *const *wr
                                  "dla_gradient_opts)"
                                : "");
     }
+    dla__free(on_path);
+    dla__free(reach);
     if (st != DLA_OK) {
         gmap_free(&m);
         fail_grads(nwrt, grads);

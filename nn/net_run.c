@@ -530,7 +530,8 @@ DLA_API dla_status dla_net_gradient_hooked(dla_net *net, dla_tensor *loss, dla_t
     const char *why = dla_last_error();
     if (st == DLA_ERR_INVALID_ARGUMENT && sscanf(why, "dla_gradient: argument wrt[%d] (%n", &row,
                                                  &at) == 1 &&
-        at > 0 && row >= 0 && row < t->count && strstr(why, "the loss does not depend on it")) {
+        at > 0 && row >= 0 && row < t->count &&
+        strstr(why, "the loss does not depend on it, nor on any other")) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", why + at);
         char *close = strchr(msg, ')');

@@ -199,6 +199,47 @@ static void test_an_unused_variable_gets_zeros_as_in_matlab(void **state)
     dla_scope_end();
 }
 
+/* in = {w, x}; loss = sum((w .* x) .^ 2), but w read through ctx (the
+ * caller's tensor, also given as in[0]), as a model loss does that
+ * forgets dla_net_forward_options.learnables. out = {loss, d/d in[0]}. */
+static dla_status reads_ctx_not_input(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                      dla_tensor **out)
+{
+    (void)nin, (void)nout;
+    dla_tensor *w = ctx;
+    out[0] = dla_sum(dla_square(dla_mul(w, in[1])), 0, NULL);
+    return dla_gradient(out[0], 1, &in[0], &out[1]);
+}
+
+/* Eagerly in[0] is the caller's w and the gradient is right; an
+ * accelerated function records with fresh handles for its inputs, so the
+ * loss read w, not in[0], and the zeros MATLAB gives an unused variable
+ * came back: every gradient zero, with DLA_OK, where the same function
+ * eagerly gave 2 w x^2 (until 2026-11-30; before 2026-11-29 an error). */
+static void test_a_loss_that_reads_an_inputs_memory_under_another_handle_is_refused(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_tensor *w = dla_tensor_from_host((float[]){1, 2, 3}, DLA_F32, "", DLA_DIMS(3, 1));
+    dla_tensor *x = dla_tensor_from_host((float[]){2, 1, 1}, DLA_F32, "", DLA_DIMS(3, 1));
+    dla_tensor *out[2];
+    if (dla_feval(reads_ctx_not_input, w, 2, (dla_tensor *[]){w, x}, 2, out) != DLA_OK)
+        fail_msg("%s", dla_last_error());
+    static const double want[3] = {8, 4, 6}; /* 2 w x^2 */
+    for (int64_t e = 0; e < 3; e++)
+        tu_assert_near(dla_tensor_item(out[1], e), want[e], 1e-6);
+    dla_accel *af = dla_accelerate(reads_ctx_not_input, NULL);
+    assert_int_equal(dla_accel_feval(af, w, 2, (dla_tensor *[]){w, x}, 2, out),
+                     DLA_ERR_INVALID_ARGUMENT);
+    if (!strstr(dla_last_error(), "argument wrt[0] (3x1 single): the loss does not depend on "
+                                  "it, but reads its memory through another tensor (3x1 "
+                                  "single) made before the call") ||
+        !strstr(dla_last_error(), "dla_net_forward_options.learnables"))
+        fail_msg("%s", dla_last_error());
+    dla_accel_free(af);
+    dla_scope_end();
+}
+
 static dla_status unset_output(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
 {
     out[0] = dla_exp(in[0]);
@@ -907,6 +948,7 @@ int main(void)
         TU_TEST(test_several_gradients_in_one_feval_and_tensors_reached_through_ctx),
         TU_TEST(test_gradient_errors_say_what_is_wrong),
         TU_TEST(test_an_unused_variable_gets_zeros_as_in_matlab),
+        TU_TEST(test_a_loss_that_reads_an_inputs_memory_under_another_handle_is_refused),
         TU_TEST(test_outputs_left_unset_are_error_tensors),
         TU_TEST(test_fevals_nest_with_their_own_tapes),
         TU_TEST(test_the_tape_is_freed_when_feval_returns),

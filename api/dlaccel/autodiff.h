@@ -73,7 +73,11 @@ DLA_API dla_status dla_feval(dla_function fn, void *ctx, int nin, dla_tensor *co
  * differentiate is not traced"; a loss computed only from a plain
  * gradient, from tensors made before the call, or through comparisons; the
  * message names the first such wrt[i] and its dims, "the loss does not
- * depend on it"); DLA_ERR_DTYPE when wrt[i] is not single
+ * depend on it"), or when it does not depend on wrt[i] (made before the
+ * call) but reads wrt[i]'s memory through another tensor made before the
+ * call (an accelerated model loss, whose inputs are fresh handles, that
+ * read the caller's tensor through ctx: "reads its memory through another
+ * tensor"); DLA_ERR_DTYPE when wrt[i] is not single
  * or double (an integer or logical tensor has no gradient: cast it first,
  * and take the gradient with respect to the cast); DLA_ERR_INVALID_ARGUMENT
  * when a dla_accel_call replayed on this tape, on the loss's path, read
