@@ -422,8 +422,12 @@ static dla_status unary_backward(const dla__node *n, dla_tensor *const *gout, dl
         gin[0] = dla_where(unary(DLA_UNARY_STEP, x, 0.0, 0.0), g,
                            dla_mul(g, dla_affine(y, 1.0, u->alpha)));
         break;
-    default: /* sign and step are piecewise constant: zero almost everywhere */
-        gin[0] = dla_affine(g, 0.0, 0.0);
+    default: /* sign and step are piecewise constant: zero almost everywhere,
+              * whatever g holds (as relu's flat side). A step over +Inf is
+              * that zero; g .* 0 was NaN where g is infinite: the second
+              * derivative through max2's backward, whose zero is step(g),
+              * of sqrt(dL/dx) at a flat x (until 2026-11-30). */
+        gin[0] = unary(DLA_UNARY_STEP, g, INFINITY, 0.0);
         break;
     }
     return DLA_OK;

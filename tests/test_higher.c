@@ -155,6 +155,84 @@ static void test_a_comparison_on_the_path_stops_its_gradient_by_design(void **st
     dla_scope_end();
 }
 
+/* in[0] x, in[1] w: G = d/dx sum(max2(x, 0) .* w) (min2 when ctx is set,
+ * of -w) recorded, then out[1] = d/dw sum(sqrt(+-G)). */
+static dla_status sqrt_of_a_picked_gradient(void *ctx, int nin, dla_tensor *const *in, int nout,
+                                            dla_tensor **out)
+{
+    dla_tensor *x = in[0], *zero = dla_zeros(DLA_F64, "", DLA_DIMS(1));
+    dla_tensor *y = ctx ? dla_min2(x, zero) : dla_max2(x, zero);
+    dla_status st = dla_gradient_opts(sum_all(dla_mul(y, in[1])), 1, &x, &out[0], &higher);
+    if (st != DLA_OK)
+        return st;
+    dla_tensor *l2 = sum_all(dla_sqrt(ctx ? dla_neg(out[0]) : out[0]));
+    return dla_gradient(l2, 1, &in[1], &out[1]);
+}
+
+static void test_a_second_derivative_stays_off_the_flat_side_of_max2_and_min2(void **state)
+{
+    /* G = w where max2 picks x, 0 elsewhere, whatever w is: d sqrt(G)/dw
+     * is 1/(2 sqrt(w)) there and 0 elsewhere. sqrt' is Inf at G = 0, and
+     * max2's backward makes its 0 as step(g), whose own rule multiplied
+     * by 0: Inf * 0, NaN (until 2026-11-30). */
+    (void)state;
+    const double x[4] = {-1, 4, -0.25, 2}, w[4] = {1, 4, 9, 16};
+    for (int k = 0; k < 2; k++) {
+        dla_scope_begin();
+        const double s = k ? -1 : 1; /* min2 picks -x where max2 picks x */
+        double xs[4], ws[4];
+        for (int i = 0; i < 4; i++) {
+            xs[i] = s * x[i];
+            ws[i] = s * w[i];
+        }
+        dla_tensor *in[2] = {dla_tensor_from_host(xs, DLA_F64, "", DLA_DIMS(4)),
+                             dla_tensor_from_host(ws, DLA_F64, "", DLA_DIMS(4))};
+        dla_tensor *out[2];
+        assert_int_equal(dla_feval(sqrt_of_a_picked_gradient, k ? (void *)in : NULL, 2, in, 2, out),
+                         DLA_OK);
+        for (int i = 0; i < 4; i++) {
+            const double want = x[i] > 0 ? s / (2 * sqrt(w[i])) : 0.0;
+            const double got = dla_tensor_item(out[1], i);
+            if (!(fabs(got - want) <= 1e-15))
+                fail_msg("%s: x = %g: d/dw %g (want %g)", k ? "min2" : "max2", xs[i], got, want);
+        }
+        dla_scope_end();
+    }
+}
+
+/* Second derivatives of max2, min2 and the max and min reductions (over a
+ * dim, several, all), away from ties: their backward picks with where. */
+typedef struct pick_ctx {
+    int which, nd;
+    int64_t dims[2];
+} pick_ctx;
+
+static dla_tensor *picked(void *ctx, dla_tensor *const *in)
+{
+    const pick_ctx *c = ctx;
+    switch (c->which) {
+    case 0: return dla_mul(dla_max2(in[0], in[1]), in[1]);
+    case 1: return dla_mul(dla_min2(in[0], in[1]), in[0]);
+    case 2: return dla_square(dla_max(in[0], c->nd, c->dims));
+    default: return dla_square(dla_min(in[0], c->nd, c->dims));
+    }
+}
+
+static void test_max_and_min_have_the_second_derivatives_of_finite_differences(void **state)
+{
+    (void)state;
+    const pick_ctx cases[] = {{0, 0, {0}}, {1, 0, {0}}, {2, 1, {2}}, {2, 2, {1, 3}},
+                              {2, 0, {0}}, {3, 1, {1}}, {3, 2, {2, 3}}, {3, 0, {0}}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        dla_scope_begin();
+        dla_tensor *in[2] = {dla_randn(DLA_F64, "", DLA_DIMS(3, 4, 2)),
+                             dla_randn(DLA_F64, "", DLA_DIMS(3, 1, 2))};
+        const int binary = cases[k].which < 2;
+        gc_check2(picked, (void *)&cases[k], binary ? 2 : 1, in, (const int[]){1, 1}, 1e-6);
+        dla_scope_end();
+    }
+}
+
 /* A critic's gradient penalty (WGAN-GP): y = net(x), P = mean((|dy/dx|
  * per observation - 1)^2), and L = sum(y) + P, for the first 5 of x's 6
  * observations (the sixth gets zero gradients). in[0] is x, in[1..] the
@@ -358,6 +436,8 @@ int main(void)
         TU_TEST(test_hooks_hand_over_a_recorded_sweeps_gradients),
         TU_TEST(test_without_the_option_a_gradient_is_a_constant_and_the_error_says_so),
         TU_TEST(test_a_comparison_on_the_path_stops_its_gradient_by_design),
+        TU_TEST(test_a_second_derivative_stays_off_the_flat_side_of_max2_and_min2),
+        TU_TEST(test_max_and_min_have_the_second_derivatives_of_finite_differences),
         TU_TEST(test_a_networks_gradient_penalty_has_the_derivatives_of_finite_differences),
         TU_TEST(test_an_accelerated_gradient_penalty_replays_with_eager_bits),
         TU_TEST(test_a_critic_step_with_the_network_as_ctx_replays_with_eager_bits),
