@@ -48,6 +48,17 @@ typedef struct trainer {
     dla_tensor **params;         /* the Learnables table's values (updated in place) */
     dla_tensor **state1, **state2; /* the solver's lists (velocity / averages) */
     double *lr_factor, *l2_factor;
+    /* What gradient treatment sees, as MATLAB's trainer does: the L2
+     * factor, 0 on a frozen row (learn-rate factor 0: MATLAB's L2
+     * regularizer skips a gradient that goes unused), and the rows of the
+     * layers that learn (some row of the layer has a learn-rate factor
+     * other than 0), treated[0..ntreated): MATLAB computes no gradient for
+     * a layer whose factors are all 0, so its rows count in no clipping
+     * norm. Counted in, a frozen backbone's gradients and their L2 terms
+     * made "global-l2norm" scale the trained layers' steps down, in
+     * silence. */
+    double *l2_used;
+    int *treated, ntreated;
     int uniform_lr;              /* every learn-rate factor is 1 */
     int metrics;                 /* DLA__METRIC_* */
     int classify;                /* targets are class numbers */
@@ -1630,19 +1641,31 @@ static dla_status iterate(trainer *tr, dla_tensor *x, dla_tensor *m, dla_tensor 
         if (!treated)
             st = dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: out of memory");
         if (st == DLA_OK && tr->o.l2_regularization > 0) {
-            st = dla_l2_regularize(nl, grads, tr->params, tr->o.l2_regularization, tr->l2_factor,
+            st = dla_l2_regularize(nl, grads, tr->params, tr->o.l2_regularization, tr->l2_used,
                                    treated);
             grads = treated;
         }
         if (st == DLA_OK && isfinite(tr->o.gradient_threshold)) {
-            dla_tensor **clipped = dla_malloc(sizeof *clipped * (size_t)nl);
-            st = clipped ? dla_clip_gradients(nl, grads, tr->o.gradient_threshold_method,
-                                              tr->o.gradient_threshold, clipped)
-                         : dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: out of memory");
-            if (st == DLA_OK)
-                memcpy(treated, clipped, sizeof *treated * (size_t)nl);
+            /* The learning layers' rows alone (see l2_used); a frozen
+             * row's gradient is not used. */
+            const int nt = tr->ntreated;
+            dla_tensor **part = dla_malloc(sizeof *part * (size_t)(2 * nt + 1));
+            if (!part) {
+                st = dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: out of memory");
+            } else {
+                for (int k = 0; k < nt; k++)
+                    part[k] = grads[tr->treated[k]];
+                st = dla_clip_gradients(nt, part, tr->o.gradient_threshold_method,
+                                        tr->o.gradient_threshold, part + nt);
+            }
+            if (st == DLA_OK) {
+                if (grads != treated)
+                    memcpy(treated, grads, sizeof *treated * (size_t)nl);
+                for (int k = 0; k < nt; k++)
+                    treated[tr->treated[k]] = part[nt + k];
+            }
             grads = treated;
-            dla_free(clipped);
+            dla_free(part);
         }
     }
     if (st == DLA_OK && !diverged && (st = update(tr, grads, s.learn_rate)) == DLA_OK)
@@ -2384,12 +2407,15 @@ static dla_status setup(trainer *tr, const dla_train_data *data, dla_net *net, i
     tr->state2 = dla_malloc(sizeof *tr->state2 * (size_t)tr->nl);
     tr->lr_factor = dla_malloc(sizeof *tr->lr_factor * (size_t)tr->nl);
     tr->l2_factor = dla_malloc(sizeof *tr->l2_factor * (size_t)tr->nl);
+    tr->l2_used = dla_malloc(sizeof *tr->l2_used * (size_t)(tr->nl ? tr->nl : 1));
+    tr->treated = dla_malloc(sizeof *tr->treated * (size_t)(tr->nl ? tr->nl : 1));
     /* Cleared before anything can fail: teardown frees what they hold. */
     if (tr->state1)
         memset(tr->state1, 0, sizeof *tr->state1 * (size_t)tr->nl);
     if (tr->state2)
         memset(tr->state2, 0, sizeof *tr->state2 * (size_t)tr->nl);
-    if (!tr->state1 || !tr->state2 || !tr->lr_factor || !tr->l2_factor)
+    if (!tr->state1 || !tr->state2 || !tr->lr_factor || !tr->l2_factor || !tr->l2_used ||
+        !tr->treated)
         return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: out of memory");
     tr->uniform_lr = 1;
     for (int i = 0; i < tr->nl; i++) {
@@ -2397,6 +2423,16 @@ static dla_status setup(trainer *tr, const dla_train_data *data, dla_net *net, i
         tr->lr_factor[i] = dla_table_learn_rate_factor(lt, i);
         tr->l2_factor[i] = dla_table_l2_factor(lt, i);
         tr->uniform_lr &= tr->lr_factor[i] == 1.0;
+    }
+    tr->ntreated = 0;
+    for (int i = 0; i < tr->nl; i++) {
+        tr->l2_used[i] = tr->lr_factor[i] != 0 ? tr->l2_factor[i] : 0;
+        int learns = 0;
+        for (int j = 0; j < tr->nl && !learns; j++)
+            learns = tr->lr_factor[j] != 0 &&
+                     !strcmp(dla_table_layer(lt, j), dla_table_layer(lt, i));
+        if (learns)
+            tr->treated[tr->ntreated++] = i;
     }
     if (!strcmp(tr->o.solver, "lbfgs")) {
         /* Without a learning rate a factor of 2 or 0.1 would be ignored
@@ -2467,6 +2503,8 @@ static void teardown(trainer *tr)
     dla_free(tr->state2);
     dla_free(tr->lr_factor);
     dla_free(tr->l2_factor);
+    dla_free(tr->l2_used);
+    dla_free(tr->treated);
     dla_progress_free(tr->progress);
 }
 

@@ -3937,12 +3937,11 @@ static double hand_step(hand_params *p, const double *x, const double *t, int fi
     return loss;
 }
 
-static void trainnet_updates_are_matlabs_formulas_by_hand(void **state)
+static void updates_by_hand(const double lrf[4])
 {
-    (void)state;
     static const char *const solvers[] = {"sgdm", "adam", "rmsprop"};
     static const char *const methods[] = {"l2norm", "global-l2norm", "absolute-value"};
-    const double lrf[4] = {2, 0.5, 0, 3}, l2f[4] = {1, 2, 3, 0.5}, l2 = 0.01, thr = 0.05;
+    const double l2f[4] = {1, 2, 3, 0.5}, l2 = 0.01, thr = 0.05;
     double x[HC * HN], t[HR * HN];
     for (int i = 0; i < HC * HN; i++)
         x[i] = 2 * sin(1.3 * i + 0.2);
@@ -3978,12 +3977,19 @@ static void trainnet_updates_are_matlabs_formulas_by_hand(void **state)
                 const int first = (it - 1) % 3 * 3, b = first + 3 > HN ? HN - first : 3;
                 const double loss = hand_step(&p, x, t, first, b, &g);
                 tu_assert_near(info->training_loss[it - 1], loss, 1e-12 * loss);
+                /* A frozen row takes no L2 term; a layer whose rows are
+                 * all frozen counts in no norm (MATLAB computes no
+                 * gradient for it). */
                 double all = 0;
-                for (int i = 0; i < 4; i++)
+                for (int i = 0; i < 4; i++) {
+                    const int layer_learns = lrf[i & ~1] != 0 || lrf[i | 1] != 0;
                     for (int k = 0; k < hand_numel[i]; k++) {
-                        hand_row(&g, i)[k] += l2 * l2f[i] * hand_row(&p, i)[k];
-                        all += hand_row(&g, i)[k] * hand_row(&g, i)[k];
+                        if (lrf[i] != 0)
+                            hand_row(&g, i)[k] += l2 * l2f[i] * hand_row(&p, i)[k];
+                        if (layer_learns)
+                            all += hand_row(&g, i)[k] * hand_row(&g, i)[k];
                     }
+                }
                 for (int i = 0; i < 4; i++) {
                     double *gi = hand_row(&g, i), *pi = hand_row(&p, i), own = 0;
                     double *v1 = hand_row(&s1, i), *v2 = hand_row(&s2, i);
@@ -4024,6 +4030,25 @@ static void trainnet_updates_are_matlabs_formulas_by_hand(void **state)
             dla_net_free(net);
             dla_scope_end();
         }
+}
+
+/* A layer partly frozen (fc_2's Weights): its frozen row takes no L2 term,
+ * and its gradient counts in "global-l2norm" (MATLAB computes the
+ * gradients of a layer that learns). */
+static void trainnet_updates_are_matlabs_formulas_by_hand(void **state)
+{
+    (void)state;
+    updates_by_hand((const double[4]){2, 0.5, 0, 3});
+}
+
+/* A layer wholly frozen (fc_1, as a transfer learning's backbone) counts
+ * in no clipping norm: its gradients and their L2 terms made
+ * "global-l2norm" scale fc_2's steps down, in silence, where MATLAB's
+ * trainer computes no gradient for a layer whose factors are all 0. */
+static void a_frozen_layer_counts_in_no_clipping_norm(void **state)
+{
+    (void)state;
+    updates_by_hand((const double[4]){0, 0, 1, 1.5});
 }
 
 int main(void)
@@ -4083,6 +4108,7 @@ int main(void)
         TU_TEST(a_network_of_two_outputs_is_refused_naming_them),
         TU_TEST(accuracy_of_one_channel_thresholds_at_a_half),
         TU_TEST(trainnet_updates_are_matlabs_formulas_by_hand),
+        TU_TEST(a_frozen_layer_counts_in_no_clipping_norm),
         TU_TEST(the_network_cache_warning_names_what_a_caller_can_do),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -477,7 +477,9 @@ typedef struct dla_training_options {
     double l2_regularization;   /* L2Regularization: 1e-4; negative: none; finite */
     double gradient_threshold;  /* GradientThreshold: Inf (no clipping) */
     /* GradientThresholdMethod: "l2norm" (NULL), "global-l2norm",
-     * "absolute-value". */
+     * "absolute-value". As MATLAB's trainer, a frozen row (learn-rate
+     * factor 0) takes no L2 term, and a layer whose rows are all frozen
+     * counts in no norm (its gradients are not used). */
     const char *gradient_threshold_method;
 
     /* ---------------------------------------------------------------- data */
