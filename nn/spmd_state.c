@@ -32,8 +32,13 @@
  *
  * Other state (a custom layer's) is MATLAB's gplus(share * state) where
  * every worker's row has the dims the network gave it; a row of other dims
- * on some worker (an LSTM's, a column per observation of its own batch)
- * stays each worker's own. Whether a row is combined is agreed with M.
+ * on some worker stays each worker's own. The states of LSTM, BiLSTM and
+ * GRU layers (a column per observation of the worker's own batch) stay
+ * each worker's own whatever their dims: a worker of one observation has
+ * an H x 1 state, the dims of the network's own row, and every worker got
+ * the average of all the workers' states (a custom loop carrying the
+ * state on to the next chunk of its sequences started from it). Whether a
+ * row is combined is agreed with M.
  */
 #include <dlaccel.h>
 
@@ -134,6 +139,20 @@ static int find_bn(const dla_net *net, bn_rows *bn, int cap, int64_t *total)
         k++;
     }
     return k;
+}
+
+/* 1 when State row `row` is a recurrent layer's hidden or cell state. */
+static int recurrent_row(const dla_net *net, int row)
+{
+    for (int i = 0; i < net->nlayers; i++) {
+        const dla_layer *l = net->layers[i];
+        if (!dla__kind_is_recurrent(l->kind))
+            continue;
+        for (int k = 0; k < l->nparams; k++)
+            if (l->param[k].kind == DLA__STATE && l->param[k].row == row)
+                return 1;
+    }
+    return 0;
 }
 
 /* A row this worker can combine with the others': its dims and dtype (a
@@ -269,7 +288,8 @@ static dla_status combine_state(dla_net *net, int n, dla_tensor *const *state, i
         for (int k = 0; k < nbn; k++)
             is_bn |= bn[k].mean == i || bn[k].var == i;
         /* A worker without observations passes rows of the network's dims. */
-        flag[i] = !is_bn && (!count || combinable(old->values[i], in[i]));
+        flag[i] = !is_bn && !recurrent_row(net, i) &&
+                  (!count || combinable(old->values[i], in[i]));
         joint[i] = -is_bn; /* -1: batch normalization's */
     }
     if (st == DLA_OK) {

@@ -62,7 +62,7 @@ for n in 2 4; do
 done
 for n in 1 2 3; do
     run "$n" state
-    verdict "$n worker(s): state of sequences' batch normalization and of a custom layer combined equals the whole batch's"
+    verdict "$n worker(s): state of sequences' batch normalization and of a custom layer combined equals the whole batch's; recurrent states stay each worker's own"
 done
 # A corrupt image in one worker's share: only that worker reads it, and
 # every worker must fail at the same meeting (the one naming the file, the

@@ -524,6 +524,60 @@ static void state_of_an_empty_worker(void)
     dla_net_free(net);
 }
 
+/* The hidden (and cell) states of recurrent layers are a column per
+ * observation of the worker's own share: each worker keeps its own, as
+ * the whole batch's state is the workers' columns side by side. With one
+ * observation a worker (a global mini-batch of as many observations as
+ * workers, or a smaller last one), every worker's H x 1 state had the
+ * dims of the network's own row and was combined: each got the
+ * share-weighted average of all the workers' states, the next chunk of a
+ * SequenceLength started from it, and the ranks' states were not the
+ * whole batch's. A GRU and an LSTM after it (three rows). */
+static void recurrent_state_stays_each_workers(void)
+{
+    enum { C = 2, T = 5, H = 3 };
+    const int n = size; /* one observation a worker */
+    double *x = malloc(sizeof *x * (size_t)(C * n * T));
+    if (!x)
+        die("recurrent state: memory");
+    lcg = 7;
+    for (int e = 0; e < C * n * T; e++)
+        x[e] = 2.0 * uniform() - 1.0;
+    dla_rng_seed(3);
+    dla_layer *layers[] = {dla_gru_layer(H, &(dla_gru_layer_options){.name = "g"}),
+                           dla_lstm_layer(H, &(dla_lstm_layer_options){.name = "l"})};
+    dla_net *net = dla_net_create(2, layers);
+    dla_scope_begin();
+    dla_tensor *all = dla_tensor_from_host(x, DLA_F64, "CBT", DLA_DIMS(C, n, T));
+    if (!net || dla_net_init(net, 1, &all) != DLA_OK || dla_net_cast(net, DLA_F64) != DLA_OK ||
+        dla_spmd_broadcast_net(net, 0) != DLA_OK)
+        die("recurrent state: network");
+    if (dla_net_state_count(net) != 3)
+        die("recurrent state: rows");
+    dla_tensor *mine = dla_slice(all, 2, rank, 1, rank + 1);
+    dla_tensor *y, *whole[3], *part[3], *comb[3];
+    if (dla_net_forward(net, 1, &all, 1, &y, whole, NULL) != DLA_OK ||
+        dla_net_forward(net, 1, &mine, 1, &y, part, NULL) != DLA_OK)
+        die("recurrent state: forward");
+    dla_status st = dla_spmd_combine_state_seq(net, 3, part, 1, n, T, comb);
+    static const char *const rows[] = {"the GRU's hidden state", "the LSTM's hidden state",
+                                       "the LSTM's cell state"};
+    for (int k = 0; k < 3; k++) {
+        double worst = st == DLA_OK ? 0 : INFINITY;
+        for (int64_t u = 0; st == DLA_OK && u < H; u++)
+            worst = tu_worse(worst, fabs(dla_tensor_item(comb[k], u) -
+                                         dla_tensor_item(whole[k], u + H * rank)));
+        char what[128], detail[128];
+        snprintf(what, sizeof what, "%s with one observation a worker is the worker's own column",
+                 rows[k]);
+        snprintf(detail, sizeof detail, "largest difference %.3g (limit 1e-12)", worst);
+        check(worst <= 1e-12 && st == DLA_OK && dla_tensor_dim(comb[k], 2) == 1, what, detail);
+    }
+    dla_scope_end();
+    dla_net_free(net);
+    free(x);
+}
+
 /* State combined against one forward over the whole batch, where it was
  * wrong: batch normalization of sequences (the unbiased variance counted
  * the network's initial length, 1, not the batch's 7 steps: 4% off with 2
@@ -582,6 +636,7 @@ static void mode_state(void)
     dla_scope_end();
     dla_net_free(net);
     state_of_an_empty_worker();
+    recurrent_state_stays_each_workers();
 }
 
 /* ------------------------------------------------------------- trainnet */

@@ -224,9 +224,10 @@ DLA_API dla_status dla_spmd_combine(int n, dla_tensor *const *x, double weight, 
  *    and a float dtype on every worker: MATLAB's gplus(share * state),
  *    the workers' values weighted by share, so every worker holds the
  *    same network;
- *  - a row of other dims on some worker (an LSTM's hidden and cell state:
- *    one column per observation of this worker's own batch): this
- *    worker's own, not combined.
+ *  - the hidden and cell states of LSTM, BiLSTM and GRU layers (one
+ *    column per observation of this worker's own batch), whatever their
+ *    dims (H x 1 for a worker of one observation), and any row of other
+ *    dims on some worker: this worker's own, not combined.
  * The unbiased variances count the elements per channel of each layer's
  * output as the network was initialized: for sequence data ("T" dims),
  * whose length varies by batch, use dla_spmd_combine_state_seq. Sums are
