@@ -54,10 +54,13 @@ typedef struct trainer {
     /* The targets are sequences of their own: target_sequences, or a
      * datastore's class numbers per step. */
     int seq_targets;
-    /* Response targets per step that their predictors' padding mask does
-     * not fit (an output of other steps than its input) come padded with
-     * NaN, the steps that are not NaN being the ones with a target (a
-     * built-in loss; a custom one sees SequencePaddingValue there). */
+    /* Targets per step that their predictors' padding mask does not fit
+     * (an output of other steps than its input: a datastore's class
+     * numbers or responses) come padded with NaN, the steps that hold a
+     * class or are not NaN being the ones with a target (responses: with
+     * a built-in loss; a custom one sees SequencePaddingValue there).
+     * Other targets per step line up with the predictors, whose mask is
+     * theirs. */
     int nan_steps;
     /* The longest sequence of the training data [0] and of the validation
      * (or testnet's) data [1]: 0 for other data (align_targets). */
@@ -237,15 +240,20 @@ static dla_tensor *mask_for(const trainer *tr, dla_tensor *y)
     return steps_of(y, tr->mask) ? tr->mask : NULL;
 }
 
-/* Whether y's targets are class numbers per step that the batch's padding
- * mask does not fit (an output of other steps than its input, a stride-2
- * convolution over T; or no step padded): their padding holds no class
- * (one-hot zeros, training.md), and the steps that hold one stand in for
- * the mask, the loss and the accuracy being means over them. */
+/* Whether y's targets are class numbers (or responses) per step padded
+ * with NaN, which the batch's padding mask does not fit (an output of
+ * other steps than its input, a stride-2 convolution over T): their
+ * padding holds no class (one-hot zeros, training.md) or NaN, and the
+ * steps that hold one stand in for the mask, the loss and the accuracy
+ * being means over them. Only those (tr->nan_steps): targets that line
+ * up with their predictors in a batch with no step padded (no mask) have
+ * a target at every step, and took this path too, an extra reduction,
+ * comparison and upload per batch (and a read in "parallel") for the
+ * same mean, which moved the loss of ordinary training by a rounding. */
 static int by_class_steps(const trainer *tr, dla_tensor *y)
 {
-    return ((tr->classify && tr->seq_targets) || (!tr->classify && tr->nan_steps)) &&
-           !mask_for(tr, y) && dla_tensor_find_dim(y, 'C') && dla_tensor_find_dim(y, 'T');
+    return tr->nan_steps && (!tr->classify || tr->seq_targets) && !mask_for(tr, y) &&
+           dla_tensor_find_dim(y, 'C') && dla_tensor_find_dim(y, 'T');
 }
 
 /* The steps of t (targets of y's dims) that hold a target, logical 1 x B x
@@ -1067,7 +1075,7 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
     const int nan_responses = dst && ds_fmts[1] && strchr(ds_fmts[1], 'T') && !align &&
                               !ds_per_step && !ds_classify && (!tr->loss || tr->loss->name);
     const int nan_pad = (ds_per_step && !align) || nan_responses;
-    tr->nan_steps |= nan_responses;
+    tr->nan_steps |= nan_pad;
     dla_status st = dla__mbq_create_counted(dst ? 1 : 2, in, &mo, align, nan_pad, q);
     if (st != DLA_OK) {
         char msg[1024];
