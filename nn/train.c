@@ -851,6 +851,68 @@ static int ds_steps_align(const trainer *tr, const dla_train_data *d, const char
     return same;
 }
 
+/* Responses per step padded with NaN (tr->nan_steps): the steps that are
+ * NaN must be each observation's padding, whole steps after its last
+ * target (before its first with left padding). A NaN among an
+ * observation's targets (a missing measurement) was taken for padding and
+ * left out of the loss and the RMSE in silence, while the same NaN in
+ * targets that line up with their predictors stops training ("training
+ * loss is NaN"). Whole NaN steps at the end (the start) of an observation's
+ * targets are its padding still: a NaN there cannot be told from it. Read
+ * on the host, as class numbers per step are. */
+static dla_status check_nan_padding(const char *what, dla_tensor *t, int left)
+{
+    const int bd = dla_tensor_find_dim(t, 'B'), td = dla_tensor_find_dim(t, 'T');
+    const int64_t n = dla_tensor_numel(t);
+    if (!bd || !td || n == 0)
+        return DLA_OK;
+    const int64_t nb = dla_tensor_dim(t, bd), ns = dla_tensor_dim(t, td), per = n / (nb * ns);
+    int64_t sb = 1, st_ = 1;
+    for (int d = 1; d < bd; d++)
+        sb *= dla_tensor_dim(t, d);
+    for (int d = 1; d < td; d++)
+        st_ *= dla_tensor_dim(t, d);
+    double *v = dla_malloc(sizeof *v * (size_t)n);
+    int64_t *nans = dla_malloc(sizeof *nans * (size_t)(nb * ns));
+    if (!v || !nans) {
+        dla_free(v);
+        dla_free(nans);
+        return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "%s: cannot read the %lld targets to check "
+                             "them", what, (long long)n);
+    }
+    dla_scope_begin();
+    dla_status st = dla_tensor_to_host(dla_cast(t, DLA_F64), v, sizeof *v * (size_t)n);
+    dla_scope_end();
+    memset(nans, 0, sizeof *nans * (size_t)(nb * ns));
+    for (int64_t i = 0; st == DLA_OK && i < n; i++)
+        if (isnan(v[i]))
+            nans[(i / sb) % nb + nb * ((i / st_) % ns)]++;
+    /* Right padding: no NaN step before the last with targets; left: none
+     * after the first. A step NaN in some channels alone is no padding. */
+    int64_t bad_b = -1, bad_s = -1;
+    for (int64_t b = 0; st == DLA_OK && b < nb && bad_b < 0; b++) {
+        int64_t edge = -1; /* the last step with targets (left: the first) */
+        for (int64_t s = 0; s < ns; s++)
+            if (nans[b + nb * s] == 0 && (edge < 0 || !left))
+                edge = s;
+        for (int64_t s = 0; s < ns && bad_b < 0; s++) {
+            const int64_t c = nans[b + nb * s];
+            if ((c > 0 && c < per) || (c == per && edge >= 0 && (left ? s > edge : s < edge)))
+                bad_b = b, bad_s = s;
+        }
+    }
+    dla_free(v);
+    dla_free(nans);
+    if (st != DLA_OK || bad_b < 0)
+        return st;
+    return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                         "%s: observation %lld of the batch, step %lld: NaN among its targets. "
+                         "Targets of an output of other steps than its input are padded with "
+                         "NaN, and a NaN target cannot be told from padding (it was left out "
+                         "of the loss in silence): remove or fill it",
+                         what, (long long)bad_b, (long long)bad_s);
+}
+
 /* A batch of a datastore's targets, checked as the tensor path checks all
  * its targets before training: one int32 class number in 0..K-1 per
  * observation when the first observation's were such (tr->classify), else
@@ -879,9 +941,13 @@ static dla_status check_ds_batch(const trainer *tr, int val, int64_t index, dla_
                              "(%lld), as the datastore's observation 0 gave", what, d,
                              (long long)n);
     }
-    return renamed(tr->classify ? dla__train_check_classes(what, t, tr->classes)
-                                : dla__train_check_channels(what, t, tr->out_format, tr->classes, n),
-                   NULL);
+    dla_status st = renamed(tr->classify ? dla__train_check_classes(what, t, tr->classes)
+                                         : dla__train_check_channels(what, t, tr->out_format,
+                                                                     tr->classes, n),
+                            NULL);
+    if (st == DLA_OK && !tr->classify && tr->nan_steps)
+        st = check_nan_padding(what, t, !strcmp(tr->o.sequence_padding_direction, "left"));
+    return st;
 }
 
 /* A mini-batch queue over d: predictors cast to the network's dtype (in

@@ -730,7 +730,8 @@ static void test_classes_per_step_that_do_not_fit_are_refused(void **state)
 /* Observation i: a 2 x 1 x 8 sequence and its targets at every other
  * step (what a stride-2 convolution over T gives): 1 x 1 x 4, responses
  * or (ctx 1) int32 class numbers; ctx 2: class numbers, odd observations
- * 10 steps long (5 targets); ctx 3: responses, of those lengths. */
+ * 10 steps long (5 targets); ctx 3: responses, of those lengths; ctx 4:
+ * as 3, observation 2's target 1 NaN. */
 static dla_status halved_read_at(void *ctx, int64_t i, int n, dla_tensor **out)
 {
     (void)n;
@@ -744,6 +745,8 @@ static dla_status halved_read_at(void *ctx, int64_t i, int n, dla_tensor **out)
         c[k] = (int32_t)((k + i) % 3);
         y[k] = 0.5f * (float)c[k];
     }
+    if (how == 4 && i == 2)
+        y[1] = NAN;
     out[0] = dla_tensor_from_host(x, DLA_F32, "", DLA_DIMS(2, 1, len));
     out[1] = how == 1 || how == 2 ? dla_tensor_from_host(c, DLA_I32, "", DLA_DIMS(1, 1, len / 2))
                                   : dla_tensor_from_host(y, DLA_F32, "", DLA_DIMS(1, 1, len / 2));
@@ -816,6 +819,35 @@ static void test_responses_of_an_output_with_other_steps_than_its_input(void **s
                          (long long)mb, k ? 5 : 0, v[0], v[1] * v[1], mse);
         }
     dla_scope_end();
+    /* Padded on the left, the NaN steps come first: trained, no NaN. */
+    dla_net *left = NULL;
+    dla_training_options lo = {.verbose = -1, .max_epochs = 1, .mini_batch_size = 4,
+                               .shuffle = "never", .sequence_padding_direction = "left"};
+    assert_ok(dla_trainnet(&d, net, &(dla_train_loss){.name = "mse"}, &lo, &left, NULL));
+    double lv;
+    assert_ok(dla_testnet(left, &d, "mse", &(dla_predict_options){
+                                               .mini_batch_size = 4,
+                                               .sequence_padding_direction = "left"},
+                          &lv));
+    assert_true(isfinite(lv));
+    dla_net_free(left);
+    /* A NaN among an observation's targets is no padding: it was left out
+     * of the loss in silence (the same NaN in targets that line up with
+     * their predictors stops training, "training loss is NaN"). Refused,
+     * padded on either side, naming the observation. */
+    how = 4;
+    for (int k = 0; k < 2; k++) {
+        dla_net *bad = NULL;
+        lo.sequence_padding_direction = k ? "left" : "right";
+        assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "mse"}, &lo, &bad, NULL),
+                         DLA_ERR_INVALID_ARGUMENT);
+        if (!strstr(dla_last_error(), "mini-batch 1: observation 2 of the batch, step") ||
+            !strstr(dla_last_error(), "NaN among its targets"))
+            fail_msg("%s", dla_last_error());
+        dla_net_free(bad);
+        double v;
+        assert_int_equal(dla_testnet(trained[0], &d, "mse", NULL, &v), DLA_ERR_INVALID_ARGUMENT);
+    }
     for (int k = 0; k < 2; k++) {
         dla_training_info_free(info[k]);
         dla_net_free(trained[k]);
