@@ -65,10 +65,13 @@ typedef struct trainer {
     /* The targets are sequences of their own: target_sequences, or a
      * datastore's class numbers per step. */
     int seq_targets;
-    /* Response targets per step that their predictors' padding mask does
-     * not fit (an output of other steps than its input) come padded with
-     * NaN, the steps that are not NaN being the ones with a target (a
-     * built-in loss; a custom one sees SequencePaddingValue there). */
+    /* Targets per step that their predictors' padding mask does not fit
+     * (an output of other steps than its input: a datastore's class
+     * numbers or responses) come padded with NaN, the steps that hold a
+     * class or are not NaN being the ones with a target (responses: with
+     * a built-in loss; a custom one sees SequencePaddingValue there).
+     * Other targets per step line up with the predictors, whose mask is
+     * theirs. */
     int nan_steps;
     /* The longest sequence of the training data [0] and of the validation
      * (or testnet's) data [1]: 0 for other data (align_targets). */
@@ -248,15 +251,20 @@ static dla_tensor *mask_for(const trainer *tr, dla_tensor *y)
     return steps_of(y, tr->mask) ? tr->mask : NULL;
 }
 
-/* Whether y's targets are class numbers per step that the batch's padding
- * mask does not fit (an output of other steps than its input, a stride-2
- * convolution over T; or no step padded): their padding holds no class
- * (one-hot zeros, training.md), and the steps that hold one stand in for
- * the mask, the loss and the accuracy being means over them. */
+/* Whether y's targets are class numbers (or responses) per step padded
+ * with NaN, which the batch's padding mask does not fit (an output of
+ * other steps than its input, a stride-2 convolution over T): their
+ * padding holds no class (one-hot zeros, training.md) or NaN, and the
+ * steps that hold one stand in for the mask, the loss and the accuracy
+ * being means over them. Only those (tr->nan_steps): targets that line
+ * up with their predictors in a batch with no step padded (no mask) have
+ * a target at every step, and took this path too, an extra reduction,
+ * comparison and upload per batch (and a read in "parallel") for the
+ * same mean, which moved the loss of ordinary training by a rounding. */
 static int by_class_steps(const trainer *tr, dla_tensor *y)
 {
-    return ((tr->classify && tr->seq_targets) || (!tr->classify && tr->nan_steps)) &&
-           !mask_for(tr, y) && dla_tensor_find_dim(y, 'C') && dla_tensor_find_dim(y, 'T');
+    return tr->nan_steps && (!tr->classify || tr->seq_targets) && !mask_for(tr, y) &&
+           dla_tensor_find_dim(y, 'C') && dla_tensor_find_dim(y, 'T');
 }
 
 /* The steps of t (targets of y's dims) that hold a target, logical 1 x B x
@@ -854,6 +862,68 @@ static int ds_steps_align(const trainer *tr, const dla_train_data *d, const char
     return same;
 }
 
+/* Responses per step padded with NaN (tr->nan_steps): the steps that are
+ * NaN must be each observation's padding, whole steps after its last
+ * target (before its first with left padding). A NaN among an
+ * observation's targets (a missing measurement) was taken for padding and
+ * left out of the loss and the RMSE in silence, while the same NaN in
+ * targets that line up with their predictors stops training ("training
+ * loss is NaN"). Whole NaN steps at the end (the start) of an observation's
+ * targets are its padding still: a NaN there cannot be told from it. Read
+ * on the host, as class numbers per step are. */
+static dla_status check_nan_padding(const char *what, dla_tensor *t, int left)
+{
+    const int bd = dla_tensor_find_dim(t, 'B'), td = dla_tensor_find_dim(t, 'T');
+    const int64_t n = dla_tensor_numel(t);
+    if (!bd || !td || n == 0)
+        return DLA_OK;
+    const int64_t nb = dla_tensor_dim(t, bd), ns = dla_tensor_dim(t, td), per = n / (nb * ns);
+    int64_t sb = 1, st_ = 1;
+    for (int d = 1; d < bd; d++)
+        sb *= dla_tensor_dim(t, d);
+    for (int d = 1; d < td; d++)
+        st_ *= dla_tensor_dim(t, d);
+    double *v = dla_malloc(sizeof *v * (size_t)n);
+    int64_t *nans = dla_malloc(sizeof *nans * (size_t)(nb * ns));
+    if (!v || !nans) {
+        dla_free(v);
+        dla_free(nans);
+        return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "%s: cannot read the %lld targets to check "
+                             "them", what, (long long)n);
+    }
+    dla_scope_begin();
+    dla_status st = dla_tensor_to_host(dla_cast(t, DLA_F64), v, sizeof *v * (size_t)n);
+    dla_scope_end();
+    memset(nans, 0, sizeof *nans * (size_t)(nb * ns));
+    for (int64_t i = 0; st == DLA_OK && i < n; i++)
+        if (isnan(v[i]))
+            nans[(i / sb) % nb + nb * ((i / st_) % ns)]++;
+    /* Right padding: no NaN step before the last with targets; left: none
+     * after the first. A step NaN in some channels alone is no padding. */
+    int64_t bad_b = -1, bad_s = -1;
+    for (int64_t b = 0; st == DLA_OK && b < nb && bad_b < 0; b++) {
+        int64_t edge = -1; /* the last step with targets (left: the first) */
+        for (int64_t s = 0; s < ns; s++)
+            if (nans[b + nb * s] == 0 && (edge < 0 || !left))
+                edge = s;
+        for (int64_t s = 0; s < ns && bad_b < 0; s++) {
+            const int64_t c = nans[b + nb * s];
+            if ((c > 0 && c < per) || (c == per && edge >= 0 && (left ? s > edge : s < edge)))
+                bad_b = b, bad_s = s;
+        }
+    }
+    dla_free(v);
+    dla_free(nans);
+    if (st != DLA_OK || bad_b < 0)
+        return st;
+    return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                         "%s: observation %lld of the batch, step %lld: NaN among its targets. "
+                         "Targets of an output of other steps than its input are padded with "
+                         "NaN, and a NaN target cannot be told from padding (it was left out "
+                         "of the loss in silence): remove or fill it",
+                         what, (long long)bad_b, (long long)bad_s);
+}
+
 /* A batch of a datastore's targets, checked as the tensor path checks all
  * its targets before training: one int32 class number in 0..K-1 per
  * observation when the first observation's were such (tr->classify), else
@@ -882,9 +952,13 @@ static dla_status check_ds_batch(const trainer *tr, int val, int64_t index, dla_
                              "(%lld), as the datastore's observation 0 gave", what, d,
                              (long long)n);
     }
-    return renamed(tr->classify ? dla__train_check_classes(what, t, tr->classes)
-                                : dla__train_check_channels(what, t, tr->out_format, tr->classes, n),
-                   NULL);
+    dla_status st = renamed(tr->classify ? dla__train_check_classes(what, t, tr->classes)
+                                         : dla__train_check_channels(what, t, tr->out_format,
+                                                                     tr->classes, n),
+                            NULL);
+    if (st == DLA_OK && !tr->classify && tr->nan_steps)
+        st = check_nan_padding(what, t, !strcmp(tr->o.sequence_padding_direction, "left"));
+    return st;
 }
 
 /* A mini-batch queue over d: predictors cast to the network's dtype (in
@@ -1078,7 +1152,7 @@ static dla_status make_queue(trainer *tr, const dla_train_data *d, int validatio
     const int nan_responses = dst && ds_fmts[1] && strchr(ds_fmts[1], 'T') && !align &&
                               !ds_per_step && !ds_classify && (!tr->loss || tr->loss->name);
     const int nan_pad = (ds_per_step && !align) || nan_responses;
-    tr->nan_steps |= nan_responses;
+    tr->nan_steps |= nan_pad;
     dla_status st = dla__mbq_create_counted(dst ? 1 : 2, in, &mo, align, nan_pad, q);
     if (st != DLA_OK) {
         char msg[1024];

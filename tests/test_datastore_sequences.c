@@ -730,7 +730,8 @@ static void test_classes_per_step_that_do_not_fit_are_refused(void **state)
 /* Observation i: a 2 x 1 x 8 sequence and its targets at every other
  * step (what a stride-2 convolution over T gives): 1 x 1 x 4, responses
  * or (ctx 1) int32 class numbers; ctx 2: class numbers, odd observations
- * 10 steps long (5 targets); ctx 3: responses, of those lengths. */
+ * 10 steps long (5 targets); ctx 3: responses, of those lengths; ctx 4:
+ * as 3, observation 2's target 1 NaN. */
 static dla_status halved_read_at(void *ctx, int64_t i, int n, dla_tensor **out)
 {
     (void)n;
@@ -744,6 +745,8 @@ static dla_status halved_read_at(void *ctx, int64_t i, int n, dla_tensor **out)
         c[k] = (int32_t)((k + i) % 3);
         y[k] = 0.5f * (float)c[k];
     }
+    if (how == 4 && i == 2)
+        y[1] = NAN;
     out[0] = dla_tensor_from_host(x, DLA_F32, "", DLA_DIMS(2, 1, len));
     out[1] = how == 1 || how == 2 ? dla_tensor_from_host(c, DLA_I32, "", DLA_DIMS(1, 1, len / 2))
                                   : dla_tensor_from_host(y, DLA_F32, "", DLA_DIMS(1, 1, len / 2));
@@ -816,12 +819,98 @@ static void test_responses_of_an_output_with_other_steps_than_its_input(void **s
                          (long long)mb, k ? 5 : 0, v[0], v[1] * v[1], mse);
         }
     dla_scope_end();
+    /* Padded on the left, the NaN steps come first: trained, no NaN. */
+    dla_net *left = NULL;
+    dla_training_options lo = {.verbose = -1, .max_epochs = 1, .mini_batch_size = 4,
+                               .shuffle = "never", .sequence_padding_direction = "left"};
+    assert_ok(dla_trainnet(&d, net, &(dla_train_loss){.name = "mse"}, &lo, &left, NULL));
+    double lv;
+    assert_ok(dla_testnet(left, &d, "mse", &(dla_predict_options){
+                                               .mini_batch_size = 4,
+                                               .sequence_padding_direction = "left"},
+                          &lv));
+    assert_true(isfinite(lv));
+    dla_net_free(left);
+    /* A NaN among an observation's targets is no padding: it was left out
+     * of the loss in silence (the same NaN in targets that line up with
+     * their predictors stops training, "training loss is NaN"). Refused,
+     * padded on either side, naming the observation. */
+    how = 4;
+    for (int k = 0; k < 2; k++) {
+        dla_net *bad = NULL;
+        lo.sequence_padding_direction = k ? "left" : "right";
+        assert_int_equal(dla_trainnet(&d, net, &(dla_train_loss){.name = "mse"}, &lo, &bad, NULL),
+                         DLA_ERR_INVALID_ARGUMENT);
+        if (!strstr(dla_last_error(), "mini-batch 1: observation 2 of the batch, step") ||
+            !strstr(dla_last_error(), "NaN among its targets"))
+            fail_msg("%s", dla_last_error());
+        dla_net_free(bad);
+        double v;
+        assert_int_equal(dla_testnet(trained[0], &d, "mse", NULL, &v), DLA_ERR_INVALID_ARGUMENT);
+    }
     for (int k = 0; k < 2; k++) {
         dla_training_info_free(info[k]);
         dla_net_free(trained[k]);
     }
     dla_net_free(net);
     dla_datastore_free(ds);
+}
+
+/* Class numbers per step that line up with their predictors, in a batch
+ * with no step padded (no mask): the built-in loss is the plain mean over
+ * the batch's steps, bit for bit as it was before the loss over the steps
+ * that hold a class (for targets padded with NaN, of an output of other
+ * steps than its input). That path took these batches too, an extra
+ * reduction, comparison and upload per batch for the same mean, and moved
+ * the loss by a rounding (0x1.233c26p+0 here, for 0x1.233c28p+0). */
+static void test_unpadded_classes_per_step_keep_the_plain_loss(void **state)
+{
+    (void)state;
+    enum { N = 4, T = 6 };
+    dla_seqlist *xs = dla_seqlist_create(2), *cs = dla_seqlist_create(1);
+    float x[2 * N * T], h[3 * N * T] = {0};
+    for (int i = 0; i < N; i++) {
+        float xi[2 * T], ci[T];
+        for (int s = 0; s < T; s++) {
+            xi[2 * s] = (float)sin(0.7 * (13 * i + s));
+            xi[2 * s + 1] = (float)cos(1.3 * (i + 2 * s));
+            ci[s] = xi[2 * s] < -0.4f ? 0.0f : xi[2 * s] > 0.4f ? 2.0f : 1.0f;
+            x[0 + 2 * (i + N * s)] = xi[2 * s];
+            x[1 + 2 * (i + N * s)] = xi[2 * s + 1];
+            h[(int)ci[s] + 3 * (i + N * s)] = 1;
+        }
+        assert_ok(dla_seqlist_append(xs, xi, T));
+        assert_ok(dla_seqlist_append(cs, ci, T));
+    }
+    dla_rng_seed(6);
+    dla_layer *l[] = {dla_sequence_input_layer(2, NULL), dla_fc_layer(3, NULL),
+                      dla_softmax_layer(NULL)};
+    dla_net *net = dla_net_create(3, l), *trained = NULL;
+    assert_non_null(net);
+    dla_scope_begin();
+    dla_tensor *xt = dla_tensor_from_host(x, DLA_F32, "CBT", DLA_DIMS(2, N, T)), *y;
+    dla_tensor *ht = dla_tensor_from_host(h, DLA_F32, "CBT", DLA_DIMS(3, N, T));
+    assert_ok(dla_net_forward(net, 1, &xt, 1, &y, NULL, NULL));
+    /* trainnet's "crossentropy": the sum over the N x T steps, over N x T. */
+    const double want = dla_tensor_item(
+        dla_affine(dla_crossentropy(y, ht, &(dla_crossentropy_options){.normalization_factor =
+                                                                           "none"}),
+                   1.0 / (N * T), 0.0),
+        0);
+    dla_scope_end();
+    dla_training_info *info = NULL;
+    dla_training_options o = {.verbose = -1, .max_epochs = 1, .mini_batch_size = N,
+                              .shuffle = "never", .metrics = "accuracy"};
+    assert_ok(dla_trainnet(&(dla_train_data){.sequences = xs, .target_sequences = cs}, net,
+                           &(dla_train_loss){.name = "crossentropy"}, &o, &trained, &info));
+    assert_int_equal(info->iterations, 1);
+    if (!(info->training_loss[0] == want))
+        fail_msg("loss %a, the plain mean %a", info->training_loss[0], want);
+    dla_training_info_free(info);
+    dla_net_free(trained);
+    dla_net_free(net);
+    dla_seqlist_free(xs);
+    dla_seqlist_free(cs);
 }
 
 /* A network whose output has half its input's steps (a convolution of
@@ -1228,6 +1317,7 @@ int main(void)
         TU_TEST(test_trainnet_sequence_to_sequence_from_a_datastore),
         TU_TEST(test_trainnet_classes_per_step_from_a_datastore),
         TU_TEST(test_classes_per_step_that_do_not_fit_are_refused),
+        TU_TEST(test_unpadded_classes_per_step_keep_the_plain_loss),
         TU_TEST(test_targets_of_an_output_with_other_steps_than_its_input),
         TU_TEST(test_responses_of_an_output_with_other_steps_than_its_input),
         TU_TEST(test_integer_response_sequences_take_any_padding_value),

@@ -381,7 +381,9 @@ typedef struct dla_train_data {
  *         accuracy and RMSE are over them too (docs/training.md). Class
  *         numbers (and responses) per step of an output of other steps
  *         than its input are padded with no class (NaN): the loss, the
- *         accuracy and the RMSE are means over the steps that hold one.
+ *         accuracy and the RMSE are means over the steps that hold one
+ *         (a NaN among a sequence's responses, which cannot be told from
+ *         that padding, is DLA_ERR_INVALID_ARGUMENT naming it).
  *   fn:   a custom loss: called as fn(ctx, 2, {Y, T}, 1, &loss) with the
  *         network's output Y and the mini-batch's targets T (one-hot for
  *         class targets), padded steps included (no mask is passed: a
