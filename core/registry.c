@@ -28,6 +28,7 @@
 #include <dlaccel/device_table.h>
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -353,8 +354,8 @@ static dla_status plugin_load(struct dla__plugin *p)
         return plugin_fail(p, 0, DLA_LOG_WARN, "cannot load library %s: %s", lib,
                            e ? e : "unknown dlopen error");
     }
-    /* Another path to a loaded library (a hard link, which discovery's
-     * comparison of paths cannot see) gives its handle again: the same
+    /* Another path to a loaded library that discovery could not compare
+     * (a bare name dlopen looks up itself) gives its handle again: the same
      * state, so the same rule as discovery's. */
     for (int i = 0; i < reg.plugin_count; i++) {
         struct dla__plugin *q = reg.plugins[i];
@@ -540,18 +541,26 @@ static struct dla__plugin *find_claim(const char *name)
     return NULL;
 }
 
-/* The plugin whose library is the file lib names (after symlinks), among
- * those that claim a name; NULL when none. */
+/* Whether library paths a and b name one file: one inode (a symlink or a
+ * hard link to it, which dlopen would hand back as the one loaded copy);
+ * for a path stat cannot see (a bare name dlopen looks up, a missing
+ * file), the same text after symlinks. */
+static int same_library(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    char ra[PATH_MAX], rb[PATH_MAX];
+    return strcmp(realpath(a, ra) ? ra : a, realpath(b, rb) ? rb : b) == 0;
+}
+
+/* The plugin whose library is the file lib names (after symlinks and hard
+ * links), among those that claim a name; NULL when none. */
 static struct dla__plugin *find_library_claim(const char *lib)
 {
-    char want[PATH_MAX], got[PATH_MAX];
-    const char *a = realpath(lib, want) ? want : lib;
     for (int i = 0; i < reg.plugin_count; i++) {
         struct dla__plugin *q = reg.plugins[i];
-        if (!q->claims_name)
-            continue;
-        const char *b = realpath(q->m.library, got) ? got : q->m.library;
-        if (strcmp(a, b) == 0)
+        if (q->claims_name && same_library(lib, q->m.library))
             return q;
     }
     return NULL;

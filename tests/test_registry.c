@@ -818,10 +818,10 @@ static void cpu_keeps_its_library_from_a_plugin_found_before_it(void **state)
     assert_int_equal(dla_device_count(), 1);
 }
 
-/* A hard link is another path to the same file, which discovery does not
- * see; dlopen does (the same handle), and the second plugin loaded fails
- * naming the first. */
-static void hard_link_to_a_loaded_library_fails_naming_its_plugin(void **state)
+/* A hard link is another path to the same file (one inode): discovery
+ * sees it as it sees a symlink, and the later manifest is skipped naming
+ * the first plugin. */
+static void hard_link_to_a_taken_library_is_skipped_naming_its_plugin(void **state)
 {
     char hard[PATH_MAX];
     strf(hard, sizeof hard, "%s/hard.so", dir);
@@ -834,13 +834,42 @@ static void hard_link_to_a_loaded_library_fails_naming_its_plugin(void **state)
     const char *log = capture_end();
     assert_int_equal(devices, 1);
     dla_manifest_info info = manifest_at(path_in(dir, "hard.json"));
-    assert_int_equal(info.state, DLA_MANIFEST_FAILED);
+    assert_int_equal(info.state, DLA_MANIFEST_DUPLICATE);
     char want[3 * PATH_MAX];
-    strf(want, sizeof want, "library %s is the library %s of plugin 'good' (manifest %s/good.json), "
-         "loaded already", hard, fake("fake_good"), dir);
+    strf(want, sizeof want, "library %s is already that of plugin 'good' (manifest %s/good.json)",
+         hard, dir);
     assert_contains(info.reason, want);
     assert_contains(log, want);
+    assert_null(dla_device_get("hard"));
     assert_good_still_loads();
+}
+
+/* The cpu plugin keeps its library from a plugin found before it that
+ * names a hard link of it (which dlopen alone would see only once the
+ * other had loaded, leaving no cpu plugin, every device's fallback). */
+static void cpu_keeps_its_library_from_a_hard_link_found_before_it(void **state)
+{
+    char hard[PATH_MAX];
+    strf(hard, sizeof hard, "%s/hard.so", dir);
+    if (link(fake("fake_good"), hard) != 0)
+        skip(); /* another file system */
+    plugin_manifest(dir, "aaa.json", "aaa", hard, "1.0", 1);
+    plugin_manifest(dir2, "cpu.json", "cpu", fake("fake_good"), "1.0", 1);
+    char path[2 * PATH_MAX + 2];
+    strf(path, sizeof path, "%s:%s", dir, dir2);
+    setenv("DLACCEL_PLUGIN_PATH", path, 1);
+    capture_begin();
+    dla_device *cpu = dla__device_cpu();
+    capture_end();
+    assert_non_null(cpu);
+    assert_string_equal(dla_device_name(cpu), "cpu:0");
+    dla_manifest_info info = manifest_at(path_in(dir, "aaa.json"));
+    assert_int_equal(info.state, DLA_MANIFEST_DUPLICATE);
+    char want[3 * PATH_MAX];
+    strf(want, sizeof want, "library %s is also that of plugin 'cpu' (manifest %s/cpu.json)", hard,
+         dir2);
+    assert_contains(info.reason, want);
+    assert_int_equal(dla_device_count(), 1);
 }
 
 /* --------------------------------------------------------- environment */
@@ -1177,7 +1206,8 @@ int main(void)
         T(symlinked_manifest_is_read_once),
         T(second_manifest_with_a_taken_name_is_skipped),
         T(second_manifest_naming_a_taken_library_is_skipped),
-        T(hard_link_to_a_loaded_library_fails_naming_its_plugin),
+        T(hard_link_to_a_taken_library_is_skipped_naming_its_plugin),
+        T(cpu_keeps_its_library_from_a_hard_link_found_before_it),
         T(cpu_keeps_its_library_from_a_plugin_found_before_it),
         T(plugin_path_comes_before_the_installed_folder),
         T(installed_folder_is_left_out_when_asked),
