@@ -34,6 +34,7 @@
  * result.
  */
 #include "plugins/cpu/elementwise_ops.h"
+#include "plugins/cpu/share.h"
 #include "plugins/cpu/strided.h"
 #include "plugins/cpu/vmath.h"
 
@@ -545,6 +546,24 @@ typedef struct extras {
             block_##sfx(a, ex, sp, how, u, regs, stage);                                           \
     }                                                                                              \
                                                                                                    \
+    /* Blocks chunk it on of a program shared by share.c. */                                      \
+    typedef struct share_##sfx {                                                                   \
+        const dla_fused_args *a;                                                                   \
+        const extras *ex;                                                                          \
+        const space *sp;                                                                           \
+        const int *how;                                                                            \
+        int64_t chunk, blocks;                                                                     \
+    } share_##sfx;                                                                                 \
+    static void share_item_##sfx(void *arg, int64_t it)                                            \
+    {                                                                                              \
+        const share_##sfx *s = arg;                                                                \
+        _Alignas(64) T regs[DLA_FUSED_MAX_INSNS][BLOCK];                                           \
+        _Alignas(64) T stage[DLA_FUSED_MAX_INPUTS][BLOCK];                                         \
+        const int64_t u1 = (it + 1) * s->chunk < s->blocks ? (it + 1) * s->chunk : s->blocks;      \
+        for (int64_t u = it * s->chunk; u < u1; u++)                                               \
+            block_##sfx(s->a, s->ex, s->sp, s->how, u, regs, stage);                               \
+    }                                                                                              \
+                                                                                                   \
     static void run_##sfx(const dla_fused_args *a, const extras *ex, const space *sp,              \
                           const int *how)                                                          \
     {                                                                                              \
@@ -564,6 +583,11 @@ typedef struct extras {
          * half. The blocks write disjoint outputs, so the bits do not                            \
          * depend on who runs which. */                                                           \
         const int64_t chunk = chunk_of(blocks);                                                    \
+        if (dla__cpu_share_on()) {                                                                 \
+            share_##sfx s = {a, ex, sp, how, chunk, blocks};                                       \
+            dla__cpu_share((blocks + chunk - 1) / chunk, share_item_##sfx, &s);                    \
+            return;                                                                                \
+        }                                                                                          \
         _Pragma("omp parallel")                                                                    \
         {                                                                                          \
             _Alignas(64) T regs[DLA_FUSED_MAX_INSNS][BLOCK];                                       \

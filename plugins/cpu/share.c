@@ -1,0 +1,230 @@
+/*
+ * share.c - the items of one small kernel shared with helper threads that
+ * the caller never waits for unless they took an item: an LSTM step's
+ * product and gate program (20 and 8 us on two threads), 99 of each in a
+ * row, each depending on the one before.
+ *
+ * Why not an OpenMP region: its end is a barrier of the whole team. A
+ * teammate that is not running when the region starts (asleep after its
+ * spin, or its core lent to another process) holds the caller at that
+ * barrier until the scheduler runs it, however little work it had: the
+ * LSTM inference took 2x its quiet time at load 0.6-2.5 on two cores and
+ * 3-7x its one-thread time at load 3-4 (docs/performance.md). Here the
+ * items are claimed one by one from a counter; the caller claims too, and
+ * waits at the end only for the items a helper has begun. A helper that
+ * comes late finds nothing left and goes back to waiting, so a job takes
+ * at most about what the caller alone takes, plus one item.
+ *
+ * One job at a time: a second caller (another host thread, or a caller
+ * already inside a job) runs its items itself. The helpers spin about
+ * SPIN_NS after their last item (the next step's kernel is a few
+ * microseconds away), then sleep on a condition variable; the caller
+ * signals it only when one sleeps.
+ *
+ * The job's ticket holds its epoch (high 32 bits) and the next item (low
+ * 32 bits, CLOSED while the job's description is written). A helper reads
+ * the ticket, then the description, and claims by a compare-and-swap of
+ * the ticket it read: the caller closes the ticket before it writes a new
+ * description, so a claim succeeds only on a description read whole.
+ *
+ * Which thread runs an item never changes its bits: the callers' items
+ * write disjoint outputs, each computed as on one thread.
+ * DLACCEL_CPU_SHARE=off sends these kernels back to OpenMP regions.
+ */
+#define _GNU_SOURCE /* secure_getenv (env_choice.h) */
+#include "plugins/cpu/share.h"
+#include "plugins/cpu/cpu.h"
+
+#include <omp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "core/env_choice.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define RELAX() _mm_pause()
+#else
+#define RELAX() ((void)0)
+#endif
+
+/* Helpers at most (the caller is one more thread). */
+#define MAX_HELPERS 63
+/* How long a helper spins after its last item before it sleeps: libgomp's
+ * GOMP_SPINCOUNT=1000 (dlaccel's default, core/omp_defaults.c) is 10-30 us. */
+#define SPIN_NS 20000
+#define CLOSED 0xffffffffu
+
+static _Atomic uint64_t ticket;
+static _Atomic(dla__cpu_share_fn) job_fn;
+static _Atomic(void *) job_arg;
+static _Atomic uint32_t job_items, job_helpers, job_epoch;
+static atomic_int done; /* items finished by helpers in this job */
+static atomic_flag busy = ATOMIC_FLAG_INIT;
+
+static pthread_mutex_t sleep_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sleep_cond = PTHREAD_COND_INITIALIZER;
+static atomic_int sleepers;
+static int started; /* helpers created; under start_lock */
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int state = -1; /* 1 on, 0 off; -1 not read yet */
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void choose(void)
+{
+    static const char *const values[] = {"on", "off", NULL};
+    static atomic_int warned;
+    state = dla__env_choice("DLACCEL_CPU_SHARE", values, &warned, dla__cpu_host->log) != 1;
+}
+
+int dla__cpu_share_on(void)
+{
+    pthread_once(&once, choose);
+    return state;
+}
+
+static long long now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* Claims the next item of the job in the ticket t it read for helper h
+ * (the caller: h = -1); 1 with *fn, *arg, *item set, 0 when the job has
+ * none left for it (or changed under it: *t is then reloaded). */
+static int claim(int h, uint64_t *t, dla__cpu_share_fn *fn, void **arg, uint32_t *item)
+{
+    for (;;) {
+        const uint32_t epoch = (uint32_t)(*t >> 32), next = (uint32_t)*t;
+        if (next == CLOSED)
+            return 0;
+        *fn = atomic_load_explicit(&job_fn, memory_order_acquire);
+        *arg = atomic_load_explicit(&job_arg, memory_order_acquire);
+        const uint32_t n = atomic_load_explicit(&job_items, memory_order_acquire);
+        const uint32_t helpers = atomic_load_explicit(&job_helpers, memory_order_acquire);
+        if (atomic_load_explicit(&job_epoch, memory_order_acquire) != epoch || next >= n ||
+            (h >= 0 && (uint32_t)h >= helpers))
+            return 0;
+        if (atomic_compare_exchange_weak_explicit(&ticket, t, *t + 1, memory_order_acq_rel,
+                                                  memory_order_acquire)) {
+            *t += 1;
+            *item = next;
+            return 1;
+        }
+        /* *t now holds the ticket as it is: try again on it. */
+    }
+}
+
+static void *helper(void *p)
+{
+    const int h = (int)(intptr_t)p;
+    for (;;) {
+        /* Spin for work, then sleep until a caller signals. */
+        long long since = now_ns();
+        for (int round = 0;; round++) {
+            uint64_t t = atomic_load_explicit(&ticket, memory_order_acquire);
+            dla__cpu_share_fn fn;
+            void *arg;
+            uint32_t item;
+            if (claim(h, &t, &fn, &arg, &item)) {
+                fn(arg, item);
+                atomic_fetch_add_explicit(&done, 1, memory_order_release);
+                since = now_ns();
+                round = 0;
+                continue;
+            }
+            RELAX();
+            if ((round & 63) == 63 && now_ns() - since > SPIN_NS)
+                break;
+        }
+        pthread_mutex_lock(&sleep_lock);
+        atomic_fetch_add(&sleepers, 1); /* seq_cst: the caller's ticket store or this is seen */
+        for (;;) {
+            uint64_t t = atomic_load(&ticket);
+            const uint32_t next = (uint32_t)t;
+            if (next != CLOSED && next < atomic_load(&job_items) &&
+                atomic_load(&job_epoch) == (uint32_t)(t >> 32) &&
+                (uint32_t)h < atomic_load(&job_helpers))
+                break;
+            pthread_cond_wait(&sleep_cond, &sleep_lock);
+        }
+        atomic_fetch_sub(&sleepers, 1);
+        pthread_mutex_unlock(&sleep_lock);
+    }
+    return NULL;
+}
+
+/* Starts helpers up to want; the count running. */
+static int start_helpers(int want)
+{
+    pthread_mutex_lock(&start_lock);
+    while (started < want) {
+        pthread_attr_t attr;
+        pthread_t th;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        const int rc = pthread_create(&th, &attr, helper, (void *)(intptr_t)started);
+        pthread_attr_destroy(&attr);
+        if (rc != 0)
+            break;
+        started++;
+    }
+    const int n = started;
+    pthread_mutex_unlock(&start_lock);
+    return n;
+}
+
+void dla__cpu_share(int64_t items, dla__cpu_share_fn fn, void *arg)
+{
+    int threads = omp_get_max_threads();
+    if (threads > MAX_HELPERS + 1)
+        threads = MAX_HELPERS + 1;
+    if (items < 2 || threads < 2 || items > (int64_t)CLOSED - 1 ||
+        atomic_flag_test_and_set_explicit(&busy, memory_order_acquire)) {
+        for (int64_t i = 0; i < items; i++)
+            fn(arg, i);
+        return;
+    }
+    int helpers = start_helpers(threads - 1);
+    if (helpers > threads - 1)
+        helpers = threads - 1;
+    const uint32_t epoch = (uint32_t)(atomic_load_explicit(&ticket, memory_order_relaxed) >> 32) + 1;
+    /* Closed first: a helper that read the last job's ticket cannot claim
+     * against the description being written. */
+    atomic_store(&ticket, (uint64_t)epoch << 32 | CLOSED);
+    atomic_store_explicit(&job_fn, fn, memory_order_release);
+    atomic_store_explicit(&job_arg, arg, memory_order_release);
+    atomic_store_explicit(&job_items, (uint32_t)items, memory_order_release);
+    atomic_store_explicit(&job_helpers, (uint32_t)helpers, memory_order_release);
+    atomic_store_explicit(&job_epoch, epoch, memory_order_release);
+    atomic_store_explicit(&done, 0, memory_order_relaxed);
+    atomic_store(&ticket, (uint64_t)epoch << 32); /* seq_cst: or the sleeper's count is seen */
+    if (atomic_load(&sleepers) > 0) {
+        pthread_mutex_lock(&sleep_lock);
+        pthread_cond_broadcast(&sleep_cond);
+        pthread_mutex_unlock(&sleep_lock);
+    }
+    int mine = 0;
+    uint64_t t = atomic_load_explicit(&ticket, memory_order_acquire);
+    dla__cpu_share_fn f;
+    void *a;
+    uint32_t item;
+    while (claim(-1, &t, &f, &a, &item)) {
+        fn(arg, item);
+        mine++;
+    }
+    /* Every item is claimed: wait for those the helpers run. */
+    for (int round = 0; atomic_load_explicit(&done, memory_order_acquire) + mine < (int)items;
+         round++) {
+        RELAX();
+        if ((round & 1023) == 1023)
+            sched_yield(); /* the helper may want this core back */
+    }
+    dla__cpu_team_used();
+    atomic_flag_clear_explicit(&busy, memory_order_release);
+}

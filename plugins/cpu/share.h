@@ -1,0 +1,20 @@
+/*
+ * share.h - a small kernel's items shared with helper threads that are
+ * never waited for unless they took an item (share.c says why).
+ */
+#ifndef DLA_PLUGIN_CPU_SHARE_H
+#define DLA_PLUGIN_CPU_SHARE_H
+
+#include <stdint.h>
+
+typedef void (*dla__cpu_share_fn)(void *arg, int64_t item);
+
+/* Whether kernels share their items this way (DLACCEL_CPU_SHARE, default
+ * on); off: they keep their OpenMP regions. */
+int dla__cpu_share_on(void);
+/* Runs fn(arg, i) for i = 0 .. items - 1, each once, on the calling thread
+ * and up to omp_get_max_threads() - 1 helpers; returns when all are done.
+ * The items must write disjoint outputs. */
+void dla__cpu_share(int64_t items, dla__cpu_share_fn fn, void *arg);
+
+#endif
