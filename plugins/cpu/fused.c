@@ -43,6 +43,8 @@
 #include <string.h>
 
 #define BLOCK 512
+/* Programs of fewer elements go to share.c (run_f32 says why). */
+#define SHARE_MAX ((int64_t)1 << 20)
 #define NOPS (1 + DLA_FUSED_MAX_INPUTS + DLA_FUSED_MAX_EXTRA)
 
 /* The coalesced space: op 0 is y, op 1 + i input i, op 1 + ninputs + k
@@ -546,7 +548,9 @@ typedef struct extras {
             block_##sfx(a, ex, sp, how, u, regs, stage);                                           \
     }                                                                                              \
                                                                                                    \
-    /* Blocks chunk it on of a program shared by share.c. */                                      \
+    /* Blocks chunk it on of a program shared by share.c: one of fewer than                        \
+     * SHARE_MAX elements (an LSTM step's gates, 8,192), whose OpenMP region's                     \
+     * closing barrier waited for a descheduled teammate longer than its work. */                  \
     typedef struct share_##sfx {                                                                   \
         const dla_fused_args *a;                                                                   \
         const extras *ex;                                                                          \
@@ -583,7 +587,7 @@ typedef struct extras {
          * half. The blocks write disjoint outputs, so the bits do not                            \
          * depend on who runs which. */                                                           \
         const int64_t chunk = chunk_of(blocks);                                                    \
-        if (dla__cpu_share_on()) {                                                                 \
+        if (sp->numel < SHARE_MAX && dla__cpu_share_on()) {                                        \
             share_##sfx s = {a, ex, sp, how, chunk, blocks};                                       \
             dla__cpu_share((blocks + chunk - 1) / chunk, share_item_##sfx, &s);                    \
             return;                                                                                \

@@ -10,7 +10,10 @@
  *   are kept in a small bounded cache for the next request of their size
  *   class: first-touch page faults on a fresh 64 MiB result cost more than
  *   the kernel that fills it (memory.c).
- * - Threading is OpenMP only (omp_get_max_threads, i.e. OMP_NUM_THREADS).
+ * - Threading is OpenMP (omp_get_max_threads, i.e. OMP_NUM_THREADS), but
+ *   for small kernels (an LSTM step's product, gate program and gradient
+ *   sums), whose items go to share.c's helpers, never waited for unless
+ *   they took one: as many threads, no barrier of the team.
  *   Kernels under DLA__CPU_PAR_MIN elements stay on the calling thread.
  *   Elementwise kernels first coalesce the views' dims; dense operands of
  *   one layout take a single flat `omp parallel for simd` loop, anything

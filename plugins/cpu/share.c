@@ -184,7 +184,9 @@ void dla__cpu_share(int64_t items, dla__cpu_share_fn fn, void *arg)
     int threads = omp_get_max_threads();
     if (threads > MAX_HELPERS + 1)
         threads = MAX_HELPERS + 1;
-    if (items < 2 || threads < 2 || items > (int64_t)CLOSED - 1 ||
+    /* Inside an OpenMP region (a kernel called from one) the team is busy
+     * already: the items run here, as its other kernels' would. */
+    if (items < 2 || threads < 2 || items > (int64_t)CLOSED - 1 || omp_in_parallel() ||
         atomic_flag_test_and_set_explicit(&busy, memory_order_acquire)) {
         for (int64_t i = 0; i < items; i++)
             fn(arg, i);
