@@ -15,6 +15,10 @@
  * comes late finds nothing left and goes back to waiting, so a job takes
  * at most about what the caller alone takes, plus one item.
  *
+ * A helper descheduled while it holds an item still holds the caller (its
+ * item is half written); after such a wait the next jobs run on the
+ * caller alone for a while (WAIT_LONG_NS), as one thread would run them.
+ *
  * One job at a time: a second caller (another host thread, or a caller
  * already inside a job) runs its items itself. The helpers spin about
  * SPIN_NS after their last item (the next step's kernel is a few
@@ -57,6 +61,15 @@
  * GOMP_SPINCOUNT=1000 (dlaccel's default, core/omp_defaults.c) is 10-30 us. */
 #define SPIN_NS 20000
 #define CLOSED 0xffffffffu
+/* A wait for the helpers' items longer than this (an item is at most a few
+ * microseconds) means one of them was descheduled holding an item; the
+ * jobs of the next BACKOFF_MIN_NS then run on the calling thread alone,
+ * twice as long after each such wait in a row, up to BACKOFF_MAX_NS.
+ * Measured at load 6 on two cores: a helper preempted mid-item cost the
+ * caller its time slice, and the LSTM took 1.2x its one-thread time. */
+#define WAIT_LONG_NS 50000
+#define BACKOFF_MIN_NS 2000000LL
+#define BACKOFF_MAX_NS 256000000LL
 
 static _Atomic uint64_t ticket;
 static _Atomic(dla__cpu_share_fn) job_fn;
@@ -70,6 +83,11 @@ static pthread_cond_t sleep_cond = PTHREAD_COND_INITIALIZER;
 static atomic_int sleepers;
 static int started; /* helpers created; under start_lock */
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Jobs run alone until then (CLOCK_MONOTONIC ns); the next backoff. Only
+ * the caller holding busy writes them. */
+static _Atomic long long solo_until;
+static long long backoff = BACKOFF_MIN_NS;
 
 static int state = -1; /* 1 on, 0 off; -1 not read yet */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -187,6 +205,8 @@ void dla__cpu_share(int64_t items, dla__cpu_share_fn fn, void *arg)
     /* Inside an OpenMP region (a kernel called from one) the team is busy
      * already: the items run here, as its other kernels' would. */
     if (items < 2 || threads < 2 || items > (int64_t)CLOSED - 1 || omp_in_parallel() ||
+        (atomic_load_explicit(&solo_until, memory_order_relaxed) &&
+         now_ns() < atomic_load_explicit(&solo_until, memory_order_relaxed)) ||
         atomic_flag_test_and_set_explicit(&busy, memory_order_acquire)) {
         for (int64_t i = 0; i < items; i++)
             fn(arg, i);
@@ -221,11 +241,21 @@ void dla__cpu_share(int64_t items, dla__cpu_share_fn fn, void *arg)
         mine++;
     }
     /* Every item is claimed: wait for those the helpers run. */
+    long long waited_from = 0;
     for (int round = 0; atomic_load_explicit(&done, memory_order_acquire) + mine < (int)items;
          round++) {
         RELAX();
-        if ((round & 1023) == 1023)
+        if ((round & 1023) == 1023) {
+            if (!waited_from)
+                waited_from = now_ns();
             sched_yield(); /* the helper may want this core back */
+        }
+    }
+    if (waited_from && now_ns() - waited_from > WAIT_LONG_NS) {
+        atomic_store_explicit(&solo_until, now_ns() + backoff, memory_order_relaxed);
+        backoff = backoff * 2 < BACKOFF_MAX_NS ? backoff * 2 : BACKOFF_MAX_NS;
+    } else {
+        backoff = BACKOFF_MIN_NS;
     }
     dla__cpu_team_used();
     atomic_flag_clear_explicit(&busy, memory_order_release);
