@@ -9,7 +9,7 @@
  * spin, or its core lent to another process) holds the caller at that
  * barrier until the scheduler runs it, however little work it had: the
  * LSTM inference took 2x its quiet time at load 0.6-2.5 on two cores and
- * 3-7x its one-thread time at load 3-4 (docs/performance.md). Here the
+ * 3.5-4x its one-thread time at load 3-4 (docs/performance.md). Here the
  * items are claimed one by one from a counter; the caller claims too, and
  * waits at the end only for the items a helper has begun. A helper that
  * comes late finds nothing left and goes back to waiting, so a job takes
@@ -32,7 +32,8 @@
  * description, so a claim succeeds only on a description read whole.
  *
  * Which thread runs an item never changes its bits: the callers' items
- * write disjoint outputs, each computed as on one thread.
+ * write disjoint outputs, each computed as on one thread (test_thread_bits;
+ * test_cpu_share checks that every item runs once).
  * DLACCEL_CPU_SHARE=off sends these kernels back to OpenMP regions.
  */
 #define _GNU_SOURCE /* secure_getenv (env_choice.h) */
@@ -65,8 +66,9 @@
  * microseconds) means one of them was descheduled holding an item; the
  * jobs of the next BACKOFF_MIN_NS then run on the calling thread alone,
  * twice as long after each such wait in a row, up to BACKOFF_MAX_NS.
- * Measured at load 6 on two cores: a helper preempted mid-item cost the
- * caller its time slice, and the LSTM took 1.2x its one-thread time. */
+ * A helper preempted mid-item costs the caller up to a time slice of the
+ * scheduler (milliseconds); while that recurs (a loaded machine), one
+ * thread is the faster choice. */
 #define WAIT_LONG_NS 50000
 #define BACKOFF_MIN_NS 2000000LL
 #define BACKOFF_MAX_NS 256000000LL
