@@ -25,8 +25,9 @@
 /* What share.c takes from the rest of the plugin. */
 static dla_plugin_host host;
 const dla_plugin_host *dla__cpu_host = &host;
-void dla__cpu_team_used(void)
+int dla__cpu_team_awake(void)
 {
+    return 0;
 }
 
 #define MAX_ITEMS 400

@@ -200,7 +200,7 @@ typedef struct binary_share {
                 z[i] = (Z)EXPR(a[i], b[i]);                                                        \
             return;                                                                                \
         }                                                                                          \
-        if (n < SHARE_MAX && dla__cpu_share_on()) {                                                \
+        if (n < SHARE_MAX && dla__cpu_share_wanted()) {                                                \
             binary_share s = {zb, ab, bb, n};                                                      \
             dla__cpu_share((n + SHARE_CHUNK - 1) / SHARE_CHUNK, binary_chunk_##name##_##sfx, &s);  \
             return;                                                                                \

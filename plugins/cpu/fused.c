@@ -577,7 +577,8 @@ typedef struct extras {
          * step): woken from sleep for 16,000 elements of three steps, it                          \
          * took 43 us where one thread takes 4. */                                                 \
         if (sp->numel < DLA__CPU_PAR_MIN &&                                                        \
-            (sp->numel * program_cost(a) < DLA__CPU_PAR_MIN || !dla__cpu_team_awake())) {         \
+            (sp->numel * program_cost(a) < DLA__CPU_PAR_MIN ||                                       \
+             !(dla__cpu_team_awake() || dla__cpu_share_awake()))) {                                \
             run_serial_##sfx(a, ex, sp, how);                                                      \
             return;                                                                                \
         }                                                                                          \
@@ -587,7 +588,7 @@ typedef struct extras {
          * half. The blocks write disjoint outputs, so the bits do not                            \
          * depend on who runs which. */                                                           \
         const int64_t chunk = chunk_of(blocks);                                                    \
-        if (sp->numel < SHARE_MAX && dla__cpu_share_on()) {                                        \
+        if (sp->numel < SHARE_MAX && dla__cpu_share_wanted()) {                                    \
             share_##sfx s = {a, ex, sp, how, chunk, blocks};                                       \
             dla__cpu_share((blocks + chunk - 1) / chunk, share_item_##sfx, &s);                    \
             return;                                                                                \

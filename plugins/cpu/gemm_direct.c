@@ -306,7 +306,7 @@ int dla__cpu_gemm_direct(const dla_gemm_args *g, dla_status *status)
     const int64_t team = rt * ct;
     if ((double)g->m * (double)g->n * (double)g->k <= SHARE_MIN || team < 2) {
         part_of(&d, 0, m, 0, n);
-    } else if (dla__cpu_share_on()) {
+    } else if (dla__cpu_share_wanted()) {
         /* Items of 48 rows by runs of whole 8 columns, about ITEM_WORK
          * multiply-adds each, claimed as threads come (share.c): a
          * teammate that is late no longer holds a fixed half. */

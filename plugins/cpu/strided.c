@@ -194,7 +194,7 @@ void dla__cpu_iter_run(const dla__cpu_iter *it, dla__cpu_row_fn fn, void *ctx)
         dla__cpu_iter_run_part(it, 0, 1, fn, ctx);
         return;
     }
-    if (it->numel < SHARE_MAX && threads <= 64 && dla__cpu_share_on()) {
+    if (it->numel < SHARE_MAX && threads <= 64 && dla__cpu_share_wanted()) {
         iter_share s = {it, fn, ctx, 4 * threads};
         dla__cpu_share(s.parts, iter_item, &s);
         return;
