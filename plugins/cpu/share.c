@@ -19,6 +19,11 @@
  * item is half written); after such a wait the next jobs run on the
  * caller alone for a while (WAIT_LONG_NS), as one thread would run them.
  *
+ * Right after an OpenMP region (a train step's OpenBLAS products) the
+ * next kernel keeps its own OpenMP region: that team still spins on the
+ * cores the helpers would need (dla__cpu_share_wanted), and helpers yield
+ * while they spin, for the same reason the other way round.
+ *
  * One job at a time: a second caller (another host thread, or a caller
  * already inside a job) runs its items itself. The helpers spin about
  * SPIN_NS after their last item (the next step's kernel is a few
