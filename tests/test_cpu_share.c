@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include <cmocka.h>
+#include <dirent.h>
 #include <omp.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -81,6 +82,43 @@ static void test_every_item_runs_once_with_any_team(void **state)
     }
 }
 
+/* The process's threads now (Linux: /proc/self/task). */
+static int threads_now(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* The plugin's shutdown ends the helpers (dlclose unmaps the code they
+ * spin in) and the next job starts new ones. */
+static void test_stop_ends_the_helpers_and_jobs_go_on(void **state)
+{
+    (void)state;
+    omp_set_num_threads(3);
+    jobs(11, 0);
+    const int with = threads_now();
+    if (with < 0)
+        skip();
+    dla__cpu_share_stop();
+    /* Earlier tests' teams of 5 may have started 4 helpers. */
+    const int without = threads_now();
+    if (!(without >= 1 && without <= with - 2))
+        fail_msg("threads: %d with 2 helpers or more, %d after the stop", with, without);
+    jobs(11, 0);
+    if (threads_now() != without + 2)
+        fail_msg("threads: %d after new jobs of a team of 3, %d without helpers",
+                 threads_now(), without);
+    dla__cpu_share_stop();
+    dla__cpu_share_stop(); /* none running: nothing to do */
+    jobs(17, 0);
+}
+
 static void test_a_job_inside_an_item_runs_on_its_caller(void **state)
 {
     (void)state;
@@ -141,6 +179,7 @@ int main(void)
         cmocka_unit_test(test_a_job_inside_an_item_runs_on_its_caller),
         cmocka_unit_test(test_inside_an_openmp_region),
         cmocka_unit_test(test_two_host_threads_at_once),
+        cmocka_unit_test(test_stop_ends_the_helpers_and_jobs_go_on),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

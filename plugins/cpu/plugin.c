@@ -71,6 +71,7 @@
  */
 #define _GNU_SOURCE /* sysconf(_SC_PHYS_PAGES) */
 #include "plugins/cpu/cpu.h"
+#include "plugins/cpu/share.h"
 #include "plugins/cpu/vmath.h"
 
 #include "core/openblas_core.h"
@@ -306,6 +307,14 @@ static void blas_check(void)
                                 "OPENBLAS_CORETYPE before it starts (docs/environment.md)");
 }
 
+/* The share helpers run this library's code: they end before the
+ * registry's dlclose can unmap it. */
+static void shutdown_plugin(void)
+{
+    dla__cpu_share_stop();
+    dla__cpu_cache_flush();
+}
+
 DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dla_plugin *table)
 {
     const dla_status s = dla_kit_check_init(host, table, "cpu");
@@ -325,7 +334,7 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
         .device_info = device_info,
         .device_open = device_open,
         .device_close = device_close,
-        .shutdown = dla__cpu_cache_flush,
+        .shutdown = shutdown_plugin,
         .mem_alloc = dla__cpu_mem_alloc,
         .mem_free = dla__cpu_mem_free,
         .copy_to_device = checked_copy_to_device,

@@ -89,6 +89,10 @@ static pthread_mutex_t sleep_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t sleep_cond = PTHREAD_COND_INITIALIZER;
 static atomic_int sleepers;
 static int started; /* helpers created; under start_lock */
+static pthread_t helper_thread[MAX_HELPERS];
+/* Set by dla__cpu_share_stop: the helpers return (the plugin's shutdown,
+ * before dlclose unmaps the code they run). */
+static atomic_int stopping;
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Jobs run alone until then (CLOCK_MONOTONIC ns); the next backoff. Only
@@ -190,10 +194,17 @@ static void *helper(void *p)
                 sched_yield();
             if ((round & 63) == 63 && now_ns() - since > SPIN_NS)
                 break;
+            if (atomic_load_explicit(&stopping, memory_order_relaxed))
+                return NULL;
         }
         pthread_mutex_lock(&sleep_lock);
         atomic_fetch_add(&sleepers, 1); /* seq_cst: the caller's ticket store or this is seen */
         for (;;) {
+            if (atomic_load(&stopping)) {
+                atomic_fetch_sub(&sleepers, 1);
+                pthread_mutex_unlock(&sleep_lock);
+                return NULL;
+            }
             uint64_t t = atomic_load(&ticket);
             const uint32_t next = (uint32_t)t;
             if (next != CLOSED && next < atomic_load(&job_items) &&
@@ -213,19 +224,27 @@ static int start_helpers(int want)
 {
     pthread_mutex_lock(&start_lock);
     while (started < want) {
-        pthread_attr_t attr;
-        pthread_t th;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        const int rc = pthread_create(&th, &attr, helper, (void *)(intptr_t)started);
-        pthread_attr_destroy(&attr);
-        if (rc != 0)
+        if (pthread_create(&helper_thread[started], NULL, helper, (void *)(intptr_t)started) != 0)
             break;
         started++;
     }
     const int n = started;
     pthread_mutex_unlock(&start_lock);
     return n;
+}
+
+void dla__cpu_share_stop(void)
+{
+    pthread_mutex_lock(&start_lock);
+    atomic_store(&stopping, 1);
+    pthread_mutex_lock(&sleep_lock);
+    pthread_cond_broadcast(&sleep_cond);
+    pthread_mutex_unlock(&sleep_lock);
+    for (int i = 0; i < started; i++)
+        pthread_join(helper_thread[i], NULL);
+    started = 0;
+    atomic_store(&stopping, 0);
+    pthread_mutex_unlock(&start_lock);
 }
 
 void dla__cpu_share(int64_t items, dla__cpu_share_fn fn, void *arg)

@@ -20,6 +20,11 @@ int dla__cpu_share_awake(void);
 /* Runs fn(arg, i) for i = 0 .. items - 1, each once, on the calling thread
  * and up to omp_get_max_threads() - 1 helpers; returns when all are done.
  * The items must write disjoint outputs. */
+/* Ends the helper threads and waits for them (the plugin's shutdown: its
+ * code is unmapped by the dlclose after it); no job may be running. The
+ * next job starts new ones. */
+void dla__cpu_share_stop(void);
+
 void dla__cpu_share(int64_t items, dla__cpu_share_fn fn, void *arg);
 
 #endif
