@@ -126,6 +126,16 @@ tests_test_block_cache_SOURCES = tests/test_block_cache.c \
 tests_test_block_cache_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_test_block_cache_LDADD = $(CMOCKA_LIBS)
 
+# The cpu plugin's sharing of a small kernel's items with helper threads
+# (plugins/cpu/share.c), compiled in: every item once, any team, nested,
+# inside an OpenMP region, two host threads at once.
+check_PROGRAMS += tests/test_cpu_share
+TESTS += tests/test_cpu_share
+tests_test_cpu_share_SOURCES = tests/test_cpu_share.c plugins/cpu/share.c plugins/cpu/share.h
+tests_test_cpu_share_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(OPENMP_CFLAGS)
+tests_test_cpu_share_LDFLAGS = $(OPENMP_CFLAGS)
+tests_test_cpu_share_LDADD = $(CMOCKA_LIBS) -lpthread
+
 # The cpu plugin's exp, log, tanh, sigmoid and erf through glibc's vector
 # functions (plugins/cpu/vmath.c): within 4 ulp of the scalar ones, the
 # same bits wherever an element sits; and, with DLACCEL_CPU_VMATH=off

@@ -26,7 +26,11 @@
  *   the cpu plugin runs phase by phase with AVX-512;
  * - products the cpu plugin runs by its AVX-512 tiles on such a CPU
  *   (gemm_direct.c: rows cut by the thread count), an LSTM step's among
- *   them.
+ *   them;
+ * - an LSTM's loss and gradients and its replayed inference (products and
+ *   gate programs shared by plugins/cpu/share.c, whose items are claimed
+ *   as threads come), and the inference run by two host threads at once
+ *   (one of them then runs its kernels alone).
  *
  * tests/thread_bits_im2col.sh runs it again with DLACCEL_CPU_CONV=im2col,
  * the convolutions through im2col and OpenBLAS.
@@ -37,6 +41,7 @@
 
 #include <cmocka.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -383,6 +388,135 @@ static void test_products_have_the_same_bits_with_any_thread_count(void **state)
     }
 }
 
+/* --------------------------------------------------------------- LSTM */
+
+enum { LSTM_C = 3, LSTM_H = 128, LSTM_B = 64, LSTM_T = 20 };
+
+static dla_net *lstm_net(void)
+{
+    dla_rng_seed(17);
+    dla_layer *layers[] = {dla_sequence_input_layer(LSTM_C, NULL), dla_lstm_layer(LSTM_H, NULL),
+                           dla_fc_layer(LSTM_C, NULL)};
+    return dla_net_create(3, layers);
+}
+
+static dla_status lstm_loss(void *ctx, int nin, dla_tensor *const *in, int nout, dla_tensor **out)
+{
+    (void)nin;
+    (void)nout;
+    dla_net *net = ctx;
+    const int nl = dla_net_learnable_count(net);
+    dla_tensor *y;
+    dla_status st = dla_net_forward(net, 1, &in[0], 1, &y, out + 1 + nl, NULL);
+    if (st != DLA_OK)
+        return st;
+    out[0] = dla_mse(y, in[1], NULL);
+    return dla_net_gradient(net, out[0], out + 1);
+}
+
+/* The loss and gradients (eager), then two replayed inferences. */
+static void lstm_steps(run *r)
+{
+    dla_scope_begin();
+    dla_net *net = lstm_net();
+    assert_non_null(net);
+    const int nl = dla_net_learnable_count(net), ns = dla_net_state_count(net);
+    dla_rng_seed(19);
+    dla_tensor *x = dla_randn(DLA_F32, "CBT", 3, (int64_t[]){LSTM_C, LSTM_B, LSTM_T});
+    dla_tensor *t = dla_randn(DLA_F32, "CBT", 3, (int64_t[]){LSTM_C, LSTM_B, LSTM_T});
+    dla_tensor *out[16];
+    assert_true(1 + nl + ns <= 16);
+    assert_int_equal(dla_feval(lstm_loss, net, 2, (dla_tensor *[]){x, t}, 1 + nl + ns, out),
+                     DLA_OK);
+    for (int i = 0; i < 1 + nl; i++)
+        keep(r, out[i]);
+    for (int k = 0; k < 2; k++) {
+        dla_tensor *y;
+        assert_int_equal(dla_net_predict(net, 1, &x, 1, &y, NULL), DLA_OK);
+        keep(r, y);
+    }
+    dla_net_free(net);
+    dla_scope_end();
+}
+
+static void test_an_lstm_has_the_same_bits_with_any_thread_count(void **state)
+{
+    (void)state;
+    run first = {0}, r = {0};
+    for (int k = 0; k < NTEAMS; k++) {
+        omp_set_num_threads(team_sizes[k]);
+        lstm_steps(k ? &r : &first);
+        if (k) {
+            same_as(&first, &r, team_sizes[k], "LSTM");
+            drop(&r);
+        }
+    }
+    drop(&first);
+}
+
+typedef struct lstm_job {
+    dla_net *net;
+    dla_tensor *x;
+    unsigned char *bytes[5];
+    size_t size[5];
+    dla_status st;
+} lstm_job;
+
+static void *lstm_predicts(void *arg)
+{
+    lstm_job *j = arg;
+    omp_set_num_threads(2);
+    for (int k = 0; k < 5 && j->st == DLA_OK; k++) {
+        dla_scope_begin();
+        dla_tensor *y = NULL;
+        j->st = dla_net_predict(j->net, 1, &j->x, 1, &y, NULL);
+        if (j->st == DLA_OK) {
+            j->size[k] = (size_t)dla_tensor_numel(y) * sizeof(float);
+            j->bytes[k] = malloc(j->size[k]);
+            j->st = j->bytes[k] ? dla_tensor_to_host(y, j->bytes[k], j->size[k])
+                                : DLA_ERR_OUT_OF_MEMORY;
+        }
+        dla_scope_end();
+    }
+    return NULL;
+}
+
+static void test_two_host_threads_get_the_bits_of_one(void **state)
+{
+    (void)state;
+    omp_set_num_threads(1);
+    dla_rng_seed(23);
+    dla_tensor *x = dla_randn(DLA_F32, "CBT", 3, (int64_t[]){LSTM_C, LSTM_B, LSTM_T});
+    dla_net *net[2] = {lstm_net(), lstm_net()};
+    assert_non_null(net[0]);
+    assert_non_null(net[1]);
+    run first = {0};
+    dla_scope_begin();
+    dla_tensor *y;
+    assert_int_equal(dla_net_predict(net[0], 1, &x, 1, &y, NULL), DLA_OK);
+    keep(&first, y);
+    dla_scope_end();
+    lstm_job jobs[2] = {{.net = net[0], .x = x}, {.net = net[1], .x = x}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, lstm_predicts, &jobs[i]), 0);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(jobs[i].st, DLA_OK);
+        for (int k = 0; k < 5; k++) {
+            assert_int_equal(jobs[i].size[k], first.size[0]);
+            if (memcmp(jobs[i].bytes[k], first.bytes[0], first.size[0]) != 0)
+                fail_msg("LSTM inference %d of host thread %d differs from one thread's", k, i);
+            free(jobs[i].bytes[k]);
+        }
+    }
+    drop(&first);
+    dla_net_free(net[0]);
+    dla_net_free(net[1]);
+    dla_tensor_release(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -394,6 +528,8 @@ int main(void)
         TU_TEST(
             test_a_strided_layers_gradients_have_the_same_bits_with_any_thread_count),
         TU_TEST(test_products_have_the_same_bits_with_any_thread_count),
+        TU_TEST(test_an_lstm_has_the_same_bits_with_any_thread_count),
+        TU_TEST(test_two_host_threads_get_the_bits_of_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,6 +18,7 @@
  * same two shapes with a different element type on one side.
  */
 #include "plugins/cpu/elementwise_ops.h"
+#include "plugins/cpu/share.h"
 #include "plugins/cpu/strided.h"
 #include "plugins/cpu/vmath.h"
 
@@ -162,7 +163,33 @@ typedef struct binary_ctx {
 
 typedef void (*binary_flat_fn)(char *z, const char *a, const char *b, int64_t n);
 
+/* A flat binary op of DLA__CPU_PAR_MIN to SHARE_MAX elements (an LSTM
+ * train step's accumulation of its 512 x 132 weight gradient, 98 a step)
+ * goes to share.c in chunks of SHARE_CHUNK: a few microseconds of work,
+ * which an OpenMP region's closing barrier held up whenever a teammate
+ * was not running. Larger ones keep their region (bound by memory, long
+ * enough to amortize it). */
+#define SHARE_MAX ((int64_t)1 << 20)
+#define SHARE_CHUNK ((int64_t)8192)
+
+typedef struct binary_share {
+    char *z;
+    const char *a, *b;
+    int64_t n;
+} binary_share;
+
 #define DEFINE_BINARY(name, EXPR, T, Z, sfx)                                                       \
+    static void binary_chunk_##name##_##sfx(void *arg, int64_t it)                                 \
+    {                                                                                              \
+        const binary_share *s = arg;                                                               \
+        const int64_t at = it * SHARE_CHUNK;                                                       \
+        const int64_t n = s->n - at < SHARE_CHUNK ? s->n - at : SHARE_CHUNK;                       \
+        Z *z = (Z *)s->z + at;                                                                     \
+        const T *a = (const T *)s->a + at, *b = (const T *)s->b + at;                              \
+        _Pragma("omp simd")                                                                        \
+        for (int64_t i = 0; i < n; i++)                                                            \
+            z[i] = (Z)EXPR(a[i], b[i]);                                                            \
+    }                                                                                              \
     static void binary_flat_##name##_##sfx(char *zb, const char *ab, const char *bb, int64_t n)    \
     {                                                                                              \
         Z *z = (Z *)zb;                                                                            \
@@ -171,6 +198,11 @@ typedef void (*binary_flat_fn)(char *z, const char *a, const char *b, int64_t n)
             _Pragma("omp simd")                                                                    \
             for (int64_t i = 0; i < n; i++)                                                        \
                 z[i] = (Z)EXPR(a[i], b[i]);                                                        \
+            return;                                                                                \
+        }                                                                                          \
+        if (n < SHARE_MAX && dla__cpu_share_wanted()) {                                                \
+            binary_share s = {zb, ab, bb, n};                                                      \
+            dla__cpu_share((n + SHARE_CHUNK - 1) / SHARE_CHUNK, binary_chunk_##name##_##sfx, &s);  \
             return;                                                                                \
         }                                                                                          \
         _Pragma("omp parallel for simd schedule(static)")                                          \

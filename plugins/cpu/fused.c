@@ -34,6 +34,7 @@
  * result.
  */
 #include "plugins/cpu/elementwise_ops.h"
+#include "plugins/cpu/share.h"
 #include "plugins/cpu/strided.h"
 #include "plugins/cpu/vmath.h"
 
@@ -42,6 +43,8 @@
 #include <string.h>
 
 #define BLOCK 512
+/* Programs of fewer elements go to share.c (run_f32 says why). */
+#define SHARE_MAX ((int64_t)1 << 20)
 #define NOPS (1 + DLA_FUSED_MAX_INPUTS + DLA_FUSED_MAX_EXTRA)
 
 /* The coalesced space: op 0 is y, op 1 + i input i, op 1 + ninputs + k
@@ -545,6 +548,26 @@ typedef struct extras {
             block_##sfx(a, ex, sp, how, u, regs, stage);                                           \
     }                                                                                              \
                                                                                                    \
+    /* Blocks chunk it on of a program shared by share.c: one of fewer than                        \
+     * SHARE_MAX elements (an LSTM step's gates, 8,192), whose OpenMP region's                     \
+     * closing barrier waited for a descheduled teammate longer than its work. */                  \
+    typedef struct share_##sfx {                                                                   \
+        const dla_fused_args *a;                                                                   \
+        const extras *ex;                                                                          \
+        const space *sp;                                                                           \
+        const int *how;                                                                            \
+        int64_t chunk, blocks;                                                                     \
+    } share_##sfx;                                                                                 \
+    static void share_item_##sfx(void *arg, int64_t it)                                            \
+    {                                                                                              \
+        const share_##sfx *s = arg;                                                                \
+        _Alignas(64) T regs[DLA_FUSED_MAX_INSNS][BLOCK];                                           \
+        _Alignas(64) T stage[DLA_FUSED_MAX_INPUTS][BLOCK];                                         \
+        const int64_t u1 = (it + 1) * s->chunk < s->blocks ? (it + 1) * s->chunk : s->blocks;      \
+        for (int64_t u = it * s->chunk; u < u1; u++)                                               \
+            block_##sfx(s->a, s->ex, s->sp, s->how, u, regs, stage);                               \
+    }                                                                                              \
+                                                                                                   \
     static void run_##sfx(const dla_fused_args *a, const extras *ex, const space *sp,              \
                           const int *how)                                                          \
     {                                                                                              \
@@ -554,7 +577,8 @@ typedef struct extras {
          * step): woken from sleep for 16,000 elements of three steps, it                          \
          * took 43 us where one thread takes 4. */                                                 \
         if (sp->numel < DLA__CPU_PAR_MIN &&                                                        \
-            (sp->numel * program_cost(a) < DLA__CPU_PAR_MIN || !dla__cpu_team_awake())) {         \
+            (sp->numel * program_cost(a) < DLA__CPU_PAR_MIN ||                                       \
+             !(dla__cpu_team_awake() || dla__cpu_share_awake()))) {                                \
             run_serial_##sfx(a, ex, sp, how);                                                      \
             return;                                                                                \
         }                                                                                          \
@@ -564,6 +588,11 @@ typedef struct extras {
          * half. The blocks write disjoint outputs, so the bits do not                            \
          * depend on who runs which. */                                                           \
         const int64_t chunk = chunk_of(blocks);                                                    \
+        if (sp->numel < SHARE_MAX && dla__cpu_share_wanted()) {                                    \
+            share_##sfx s = {a, ex, sp, how, chunk, blocks};                                       \
+            dla__cpu_share((blocks + chunk - 1) / chunk, share_item_##sfx, &s);                    \
+            return;                                                                                \
+        }                                                                                          \
         _Pragma("omp parallel")                                                                    \
         {                                                                                          \
             _Alignas(64) T regs[DLA_FUSED_MAX_INSNS][BLOCK];                                       \

@@ -13,6 +13,7 @@ plugins_cpu_libdlaccel_cpu_la_LIBADD = $(OPENBLAS_LIBS) $(MVEC_LIBS) -lm
 plugins_cpu_libdlaccel_cpu_la_SOURCES = \
 	plugins/cpu/cpu.h \
 	plugins/cpu/plugin.c plugins/cpu/threads.c plugins/cpu/peers.c \
+	plugins/cpu/share.c plugins/cpu/share.h \
 	plugins/cpu/memory.c plugins/cpu/block_cache.c plugins/cpu/block_cache.h \
 	plugins/cpu/mem_avail.c plugins/cpu/mem_avail.h \
 	plugins/cpu/strided.c plugins/cpu/strided.h \

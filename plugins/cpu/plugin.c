@@ -10,7 +10,10 @@
  *   are kept in a small bounded cache for the next request of their size
  *   class: first-touch page faults on a fresh 64 MiB result cost more than
  *   the kernel that fills it (memory.c).
- * - Threading is OpenMP only (omp_get_max_threads, i.e. OMP_NUM_THREADS).
+ * - Threading is OpenMP (omp_get_max_threads, i.e. OMP_NUM_THREADS), but
+ *   for small kernels (an LSTM step's product, gate program and gradient
+ *   sums), whose items go to share.c's helpers, never waited for unless
+ *   they took one: as many threads, no barrier of the team.
  *   Kernels under DLA__CPU_PAR_MIN elements stay on the calling thread.
  *   Elementwise kernels first coalesce the views' dims; dense operands of
  *   one layout take a single flat `omp parallel for simd` loop, anything
@@ -68,6 +71,7 @@
  */
 #define _GNU_SOURCE /* sysconf(_SC_PHYS_PAGES) */
 #include "plugins/cpu/cpu.h"
+#include "plugins/cpu/share.h"
 #include "plugins/cpu/vmath.h"
 
 #include "core/openblas_core.h"
@@ -303,6 +307,14 @@ static void blas_check(void)
                                 "OPENBLAS_CORETYPE before it starts (docs/environment.md)");
 }
 
+/* The share helpers run this library's code: they end before the
+ * registry's dlclose can unmap it. */
+static void shutdown_plugin(void)
+{
+    dla__cpu_share_stop();
+    dla__cpu_cache_flush();
+}
+
 DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dla_plugin *table)
 {
     const dla_status s = dla_kit_check_init(host, table, "cpu");
@@ -322,7 +334,7 @@ DLA_PLUGIN_EXPORT dla_status dlaccel_plugin_init(const dla_plugin_host *host, dl
         .device_info = device_info,
         .device_open = device_open,
         .device_close = device_close,
-        .shutdown = dla__cpu_cache_flush,
+        .shutdown = shutdown_plugin,
         .mem_alloc = dla__cpu_mem_alloc,
         .mem_free = dla__cpu_mem_free,
         .copy_to_device = checked_copy_to_device,

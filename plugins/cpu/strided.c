@@ -6,6 +6,8 @@
 
 #include <omp.h>
 
+#include "plugins/cpu/share.h"
+
 void dla__cpu_iter_init(dla__cpu_iter *it, int nops, const dla_view *const *views)
 {
     const dla_view *shape = views[0];
@@ -164,6 +166,25 @@ void dla__cpu_iter_run_part(const dla__cpu_iter *it, int part, int parts, dla__c
         walk(it, p.pieces, p.piece_len, u0, u1, fn, ctx);
 }
 
+/* Walks of fewer elements go to share.c in four parts a thread (an LSTM's
+ * steps joined into its output sequence: copies of 64K to 512K elements),
+ * not to an OpenMP region whose closing barrier waits for a descheduled
+ * teammate; which part a thread runs changes no element. */
+#define SHARE_MAX ((int64_t)1 << 20)
+
+typedef struct iter_share {
+    const dla__cpu_iter *it;
+    dla__cpu_row_fn fn;
+    void *ctx;
+    int parts;
+} iter_share;
+
+static void iter_item(void *arg, int64_t part)
+{
+    const iter_share *s = arg;
+    dla__cpu_iter_run_part(s->it, (int)part, s->parts, s->fn, s->ctx);
+}
+
 void dla__cpu_iter_run(const dla__cpu_iter *it, dla__cpu_row_fn fn, void *ctx)
 {
     if (it->numel == 0)
@@ -171,6 +192,11 @@ void dla__cpu_iter_run(const dla__cpu_iter *it, dla__cpu_row_fn fn, void *ctx)
     int threads = it->numel >= DLA__CPU_PAR_MIN ? omp_get_max_threads() : 1;
     if (threads <= 1 || make_plan(it, threads).units == 1) {
         dla__cpu_iter_run_part(it, 0, 1, fn, ctx);
+        return;
+    }
+    if (it->numel < SHARE_MAX && threads <= 64 && dla__cpu_share_wanted()) {
+        iter_share s = {it, fn, ctx, 4 * threads};
+        dla__cpu_share(s.parts, iter_item, &s);
         return;
     }
 #pragma omp parallel num_threads(threads)
