@@ -1006,6 +1006,10 @@ static dla_status gradient_run(dla_tensor *loss, int nwrt, dla_tensor *const *wr
     dla_status st = gmap_init(&m, tensors);
     /* Which tensors depend on a requested one: a forward pass over nodes. */
     for (int i = 0; st == DLA_OK && i < nwrt; i++) {
+        /* Not asked for: nothing depends on it, so the sweep prunes
+         * the ops that lead only to it; it gets zeros. */
+        if (may_miss && may_miss[i] == 2)
+            continue;
         size_t s = gmap_slot(&m, wrt[i]);
         m.dep[s] = 1;
         m.wanted[s] = 1;

@@ -46,7 +46,10 @@ dla_status dla__gradient_or_zeros(dla_tensor *loss, dla_tensor *x, dla_tensor **
  * through a "ref" input, whose values are never read), and that the loss
  * counts as traced (the others it does not reach get zeros) only when it
  * reaches a wrt[i] without may_miss[i] set: a loss that reaches none of
- * a network's learnables is an error, not zeros. */
+ * a network's learnables is an error, not zeros. may_miss[i] == 2: wrt[i]
+ * is not asked for; it gets zeros (its own gradient when it is also a
+ * wrt[j] asked for), and the sweep runs no backward that leads only to
+ * it (trainnet's frozen layers). */
 dla_status dla__gradient_may_miss(dla_tensor *loss, int nwrt, dla_tensor *const *wrt,
                                   dla_tensor **grads, const dla_gradient_hooks *hooks,
                                   const char *may_miss);

@@ -504,6 +504,12 @@ static char *size_only_rows(const dla_net *net)
 DLA_API dla_status dla_net_gradient_hooked(dla_net *net, dla_tensor *loss, dla_tensor **grads,
                                            const dla_gradient_hooks *hooks)
 {
+    return dla__net_gradient_rows(net, loss, grads, hooks, NULL);
+}
+
+dla_status dla__net_gradient_rows(dla_net *net, dla_tensor *loss, dla_tensor **grads,
+                                  const dla_gradient_hooks *hooks, const char *skip)
+{
     if (net && dla__net_check(net, "dla_net_gradient") != DLA_OK)
         return dla_last_status();
     if (!net || !net->initialized || !grads) {
@@ -518,6 +524,16 @@ DLA_API dla_status dla_net_gradient_hooked(dla_net *net, dla_tensor *loss, dla_t
     }
     const dla_table *t = &net->tables[DLA__LEARNABLE];
     char *may_miss = size_only_rows(net);
+    /* Rows not asked for are 2 to dla__gradient_may_miss: no sweep goes
+     * down to them (a frozen backbone's backward is skipped). Without
+     * memory for the flags every row is asked for, as before. */
+    if (skip) {
+        if (!may_miss)
+            may_miss = dla__nn_calloc((size_t)(t->count ? t->count : 1), 1);
+        for (int i = 0; may_miss && i < t->count; i++)
+            if (skip[i])
+                may_miss[i] = 2;
+    }
     dla_status st = dla__gradient_may_miss(loss, t->count, t->values, grads, hooks, may_miss);
     dla__nn_free(may_miss);
     /* A loss that reaches some learnables gives the others zeros

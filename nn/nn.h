@@ -449,6 +449,13 @@ struct dla_net {
 char *dla__net_architecture(const dla_net *net, int with_params, size_t *len);
 /* Forgets what initialization worked out (the parameters stay). */
 void dla__net_uninit(dla_net *net);
+/* dla_net_gradient_hooked, except that the learnable rows i with skip[i]
+ * set (skip may be NULL: none) are not asked for: they get zeros, and the
+ * backward of the layers that lead only to them does not run (trainnet's
+ * frozen layers, as MATLAB's trainer computes no gradient for a layer
+ * that does not learn). At least one row must be asked for. */
+dla_status dla__net_gradient_rows(dla_net *net, dla_tensor *loss, dla_tensor **grads,
+                                  const dla_gradient_hooks *hooks, const char *skip);
 /* DLA_OK when net is a live network; otherwise the error (logged, and the
  * thread's last error) naming fn: freed already, or not a network. */
 dla_status dla__net_check(const dla_net *net, const char *fn);

@@ -59,6 +59,11 @@ typedef struct trainer {
      * silence. */
     double *l2_used;
     int *treated, ntreated;
+    /* The rows of the layers that do not learn (NULL when every layer
+     * learns, or none does): their gradients are not asked for, so the
+     * backward stops at the earliest layer that learns, as MATLAB's
+     * does; they get zeros, which no update, norm or L2 term uses. */
+    char *unasked;
     int uniform_lr;              /* every learn-rate factor is 1 */
     int metrics;                 /* DLA__METRIC_* */
     int classify;                /* targets are class numbers */
@@ -361,9 +366,10 @@ static dla_status step(void *ctx, int nin, dla_tensor *const *in, int nout, dla_
     /* In parallel, each bucket of gradients starts its reduction as the
      * sweep finishes it (NULL hooks otherwise). */
     if (st == DLA_OK)
-        st = dla_net_gradient_hooked(tr->net, out[0], out + 2,
-                                     dla__train_par_backward(&tr->par, out[0],
-                                                             loss_by_steps(tr, out[1])));
+        st = dla__net_gradient_rows(tr->net, out[0], out + 2,
+                                    dla__train_par_backward(&tr->par, out[0],
+                                                            loss_by_steps(tr, out[1])),
+                                    tr->unasked);
     return st;
 }
 
@@ -2508,6 +2514,14 @@ static dla_status setup(trainer *tr, const dla_train_data *data, dla_net *net, i
         if (learns)
             tr->treated[tr->ntreated++] = i;
     }
+    if (tr->ntreated > 0 && tr->ntreated < tr->nl) {
+        tr->unasked = dla_malloc((size_t)tr->nl);
+        if (!tr->unasked)
+            return dla_set_error(DLA_ERR_OUT_OF_MEMORY, "dla_trainnet: out of memory");
+        memset(tr->unasked, 1, (size_t)tr->nl);
+        for (int k = 0; k < tr->ntreated; k++)
+            tr->unasked[tr->treated[k]] = 0;
+    }
     if (!strcmp(tr->o.solver, "lbfgs")) {
         /* Without a learning rate a factor of 2 or 0.1 would be ignored
          * in silence; 0 freezes the row, as with the other solvers. */
@@ -2579,6 +2593,7 @@ static void teardown(trainer *tr)
     dla_free(tr->l2_factor);
     dla_free(tr->l2_used);
     dla_free(tr->treated);
+    dla_free(tr->unasked);
     dla_progress_free(tr->progress);
 }
 

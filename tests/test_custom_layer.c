@@ -1203,6 +1203,52 @@ static void trainnet_trains_a_network_with_a_custom_layer(void **state)
     dla_scope_end();
 }
 
+/* trainnet asks for no gradient of a layer whose learn-rate factors are
+ * all 0 (transfer learning's frozen layers): the backward stops at the
+ * earliest layer that learns, as MATLAB's trainer does, where it ran
+ * down to the first layer every iteration, frozen or not ("freezing saves
+ * nothing"). A frozen layer after one that learns still runs its backward
+ * (the gradient passes through it), and the learning rows train as
+ * before. Eager and accelerated. */
+static void a_frozen_first_layer_runs_no_backward_in_trainnet(void **state)
+{
+    (void)state;
+    dla_scope_begin();
+    dla_rng_seed(10);
+    dla_tensor *x = dla_randn(DLA_F32, "CB", DLA_DIMS(3, 8)), *r = dla_randn(DLA_F32, "CB", DLA_DIMS(2, 8));
+    for (int accel = 0; accel < 2; accel++)
+        for (int first = 0; first < 2; first++) {
+            /* first: s (frozen) before fc_1 (learning); else after it. */
+            dla_layer *s = dla_custom_layer("scaleOwn", NULL, &(dla_layer_options){.name = "s"});
+            dla_layer *l[3] = {first ? s : dla_fc_layer(3, NULL), first ? dla_fc_layer(3, NULL) : s,
+                               dla_fc_layer(2, NULL)};
+            dla_net *net = dla_net_create(3, l), *trained;
+            assert_non_null(net);
+            dla_net_set_accelerate(net, accel);
+            assert_int_equal(dla_net_init(net, 1, &x), DLA_OK);
+            assert_int_equal(dla_net_set_learn_rate_factor(net, "s", NULL, 0), DLA_OK);
+            dla_training_options o = {.max_epochs = 2, .mini_batch_size = 4, .verbose = -1};
+            backward_calls = 0;
+            if (dla_trainnet(&(dla_train_data){.predictors = x, .targets = r}, net,
+                             &(dla_train_loss){.name = "mse"}, &o, &trained, NULL) != DLA_OK)
+                fail_msg("accel %d, first %d: %s", accel, first, dla_last_error());
+            if ((backward_calls == 0) != first)
+                fail_msg("accel %d, first %d: the frozen layer's backward ran %d times", accel,
+                         first, backward_calls);
+            /* Rows: s Scale, fc_1 Weights, Bias, fc_2 Weights, Bias (s
+             * second: fc_1's first). Only s stays. */
+            dla_table *a = dla_net_learnables(net), *b = dla_net_learnables(trained);
+            for (int i = 0; i < 5; i++) {
+                const double m = max_abs_diff(dla_table_value(a, i), dla_table_value(b, i));
+                if ((m == 0) != !strcmp(dla_table_layer(a, i), "s"))
+                    fail_msg("accel %d, first %d, row %d: moved by %g", accel, first, i, m);
+            }
+            dla_net_free(trained);
+            dla_net_free(net);
+        }
+    dla_scope_end();
+}
+
 /* A NULL gradient from a backward of its own is a zero gradient, as
  * dla_layer_type documents: dla_net_gradient gave an error ("the loss
  * does not depend on it") for the layer's learnable, and with the input's
@@ -1625,6 +1671,7 @@ int main(void)
         TU_TEST(save_and_load_keep_the_type_and_its_properties),
         TU_TEST(loading_an_unregistered_type_is_an_error_naming_it),
         TU_TEST(trainnet_trains_a_network_with_a_custom_layer),
+        TU_TEST(a_frozen_first_layer_runs_no_backward_in_trainnet),
         TU_TEST(a_null_gradient_from_a_backward_is_zeros),
         TU_TEST(an_accelerated_function_in_a_predict_with_a_backward_runs_itself),
         TU_TEST(a_layer_replaying_an_accelerated_function_keeps_the_networks_plan),
