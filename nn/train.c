@@ -2864,9 +2864,11 @@ static dla_status parse_test_metrics(const char *metrics, char names[][32], int 
     return DLA_OK;
 }
 
-/* dla_testnet once an image datastore's labels are in place. */
+/* dla_testnet once an image datastore's labels are in place; labelled is
+ * that datastore when its labels are the targets. */
 static dla_status testnet_checked(dla_net *net, const dla_train_data *data, const char *metrics,
-                                  const dla_predict_options *opts, double *values)
+                                  const dla_predict_options *opts, double *values,
+                                  const dla_imds *labelled)
 {
     static const char fn[] = "dla_testnet";
     if (!net || !metrics || !values)
@@ -2914,6 +2916,23 @@ static dla_status testnet_checked(dla_net *net, const dla_train_data *data, cons
     dla_device *prev = dla_device_current();
     dla_device_set_current(tr.dev);
     st = read_network(&tr, data);
+    /* A datastore's labels number its own classes (its sorted folder
+     * names): a test folder that lacks one of the network's classes
+     * numbers the others differently from the training datastore, and was
+     * scored against the wrong classes in silence. Its classes must be the
+     * network's, as MATLAB's testnet, which one-hot encodes the labels by
+     * their categories, fails otherwise. (A one-channel output takes no
+     * class numbers: the check of the targets says so.) */
+    if (st == DLA_OK && labelled && tr.classify && tr.classes > 1 &&
+        dla_imds_num_categories(labelled) != tr.classes) {
+        const int nc = dla_imds_num_categories(labelled);
+        st = dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                           "%s: data: the image datastore has %d classes (\"%s\" ...) where the "
+                           "network's output has %lld; its labels number its own classes, so "
+                           "pass targets numbered by the training classes",
+                           fn, nc, nc ? dla_imds_category(labelled, 0) : "",
+                           (long long)tr.classes);
+    }
     if (st == DLA_OK && tr.classify)
         st = make_class_list(&tr);
     if (st == DLA_OK)
@@ -2961,7 +2980,7 @@ DLA_API dla_status dla_testnet(dla_net *net, const dla_train_data *data, const c
      * datastore's labels). They were refused as "targets is NULL". The
      * class numbers are the datastore's own (its sorted folder names). */
     if (!data || !data->images || data->targets || data->target_sequences)
-        return testnet_checked(net, data, metrics, opts, values);
+        return testnet_checked(net, data, metrics, opts, values, NULL);
     dla_scope_begin();
     dla_tensor *labels = dla_tensor_retain(dla_imds_labels(data->images));
     dla_scope_end();
@@ -2972,7 +2991,7 @@ DLA_API dla_status dla_testnet(dla_net *net, const dla_train_data *data, const c
     }
     dla_train_data own = *data;
     own.targets = labels;
-    dla_status st = testnet_checked(net, &own, metrics, opts, values);
+    dla_status st = testnet_checked(net, &own, metrics, opts, values, data->images);
     dla_tensor_release(labels);
     return st;
 }

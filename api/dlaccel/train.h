@@ -740,8 +740,10 @@ typedef struct dla_predict_options {
  * datastore or a datastore, and targets or target_sequences or a
  * datastore's second output, as trainnet takes them:
  * class numbers or responses; an image datastore's labels, its own class
- * numbers, when targets is NULL), in mini-batches, each metric over the
- * whole data.
+ * numbers, when targets is NULL: DLA_ERR_INVALID_ARGUMENT when its class
+ * count is not the network's output's, as a test folder that lacks a
+ * class numbers the others differently), in mini-batches, each metric
+ * over the whole data.
  * metrics names them, comma-separated: "accuracy" (percent, as Metrics
  * "accuracy" counts it: a one-channel output thresholded at 0.5), "rmse", or a
  * loss of trainnet's lossFcn ("crossentropy", "binary-crossentropy",
