@@ -105,6 +105,9 @@ typedef struct trainer {
     dla_training_state held;
     int held_row;
     dla_tensor *class_list;      /* 0..K-1 along C, to one-hot class numbers */
+    /* The validation datastore whose own labels are its targets (the
+     * training data is no datastore to match them to by name), or NULL. */
+    const dla_imds *val_own_labels;
     dla__train_par par;          /* the workers of "parallel" and "multi-gpu" */
     struct {                     /* solver "lbfgs" */
         dla_lbfgs_state *state;
@@ -2373,6 +2376,26 @@ static dla_status read_network(trainer *tr, const dla_train_data *data)
     return DLA_OK;
 }
 
+/* An image datastore's labels number its own classes (its sorted folder
+ * names): a folder that lacks one of the network's classes numbers the
+ * others differently from the training classes, and was scored against
+ * the wrong ones in silence. Its class count must be the network's, as
+ * MATLAB's testnet and trainnet, which one-hot encode the labels by their
+ * categories, fail otherwise. (A one-channel output takes no class
+ * numbers: the check of the targets says so.) */
+static dla_status own_labels_fit(const trainer *tr, const dla_imds *ds, const char *what)
+{
+    const int nc = dla_imds_num_categories(ds);
+    if (!tr->classify || tr->classes < 2 || nc == tr->classes)
+        return DLA_OK;
+    return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                         "%s: %s: the image datastore has %d classes (\"%s\" ...) where the "
+                         "network's output has %lld; its labels number its own classes, so "
+                         "pass targets numbered by the training classes",
+                         tr->fn, what, nc, nc ? dla_imds_category(ds, 0) : "",
+                         (long long)tr->classes);
+}
+
 static dla_status setup(trainer *tr, const dla_train_data *data, dla_net *net, int *normalized)
 {
     dla_status st;
@@ -2466,6 +2489,9 @@ static dla_status setup(trainer *tr, const dla_train_data *data, dla_net *net, i
                              (long long)observations(data), observations(data) == 1 ? "" : "s",
                              observations(data) == 1 ? "s" : "",
                              (long long)tr->o.mini_batch_size, (long long)observations(data));
+    if (tr->val_own_labels &&
+        (st = own_labels_fit(tr, tr->val_own_labels, "ValidationData")) != DLA_OK)
+        return st;
     if (tr->o.validation_data && (st = make_queue(tr, tr->o.validation_data, 1, &tr->val_q,
                                                   &tr->val_targets)) != DLA_OK)
         return st;
@@ -2615,6 +2641,8 @@ DLA_API dla_status dla_trainnet(const dla_train_data *data, dla_net *net,
             return dla_set_error(dla_last_status(), "dla_trainnet: %s: %s",
                                  k ? "ValidationData" : "data", msg);
         }
+        if (k && !labels[0])
+            tr.val_own_labels = d->images;
         own[k] = *d;
         own[k].targets = labels[k];
         *sets[k] = &own[k];
@@ -2916,23 +2944,8 @@ static dla_status testnet_checked(dla_net *net, const dla_train_data *data, cons
     dla_device *prev = dla_device_current();
     dla_device_set_current(tr.dev);
     st = read_network(&tr, data);
-    /* A datastore's labels number its own classes (its sorted folder
-     * names): a test folder that lacks one of the network's classes
-     * numbers the others differently from the training datastore, and was
-     * scored against the wrong classes in silence. Its classes must be the
-     * network's, as MATLAB's testnet, which one-hot encodes the labels by
-     * their categories, fails otherwise. (A one-channel output takes no
-     * class numbers: the check of the targets says so.) */
-    if (st == DLA_OK && labelled && tr.classify && tr.classes > 1 &&
-        dla_imds_num_categories(labelled) != tr.classes) {
-        const int nc = dla_imds_num_categories(labelled);
-        st = dla_set_error(DLA_ERR_INVALID_ARGUMENT,
-                           "%s: data: the image datastore has %d classes (\"%s\" ...) where the "
-                           "network's output has %lld; its labels number its own classes, so "
-                           "pass targets numbered by the training classes",
-                           fn, nc, nc ? dla_imds_category(labelled, 0) : "",
-                           (long long)tr.classes);
-    }
+    if (st == DLA_OK && labelled)
+        st = own_labels_fit(&tr, labelled, "data");
     if (st == DLA_OK && tr.classify)
         st = make_class_list(&tr);
     if (st == DLA_OK)

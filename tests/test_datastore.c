@@ -2330,6 +2330,23 @@ static void test_testnet_refuses_a_datastore_of_other_classes(void **state)
     assert_int_equal(st, DLA_ERR_INVALID_ARGUMENT);
     if (!strstr(dla_last_error(), "dla_testnet") || !strstr(dla_last_error(), "2 classes"))
         fail_msg("message \"%s\"", dla_last_error());
+    /* So is such a datastore as trainnet's ValidationData beside training
+     * data in memory (no training datastore to match its classes by
+     * name); its validation accuracy was scored against k0 and k1. */
+    dla_net *trained = NULL;
+    dla_training_info *info = NULL;
+    st = dla_trainnet(&(dla_train_data){.predictors = x, .targets = tt}, net,
+                      &(dla_train_loss){.name = "crossentropy"},
+                      &(dla_training_options){.verbose = -1, .max_epochs = 1, .mini_batch_size = 4,
+                                              .validation_data = &(dla_train_data){.images = ds},
+                                              .metrics = "accuracy"},
+                      &trained, &info);
+    if (st == DLA_OK)
+        fail_msg("trained with validation accuracy %g", info->final_validation_accuracy);
+    assert_int_equal(st, DLA_ERR_INVALID_ARGUMENT);
+    if (!strstr(dla_last_error(), "ValidationData") || !strstr(dla_last_error(), "2 classes"))
+        fail_msg("message \"%s\"", dla_last_error());
+    assert_null(trained);
     dla_net_free(net);
     dla_tensor_release(x);
     dla_tensor_release(t);

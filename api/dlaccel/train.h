@@ -293,7 +293,10 @@ typedef struct dla_train_data {
      * too, are matched to its classes by name (MATLAB's categorical labels:
      * a validation folder may lack a class); a validation class that the
      * training datastore does not have is DLA_ERR_INVALID_ARGUMENT naming
-     * it. */
+     * it. Beside training data in memory, a validation datastore's labels
+     * are its own class numbers, and one whose class count is not the
+     * network's output's is DLA_ERR_INVALID_ARGUMENT (a folder that lacks
+     * a class numbers the others differently). */
     dla_imds *images;
     /* Or a generic datastore (api/dlaccel/data.h, "datastores":
      * arrayDatastore, fileDatastore, transform, combine, custom), indexed
