@@ -1645,10 +1645,35 @@ static void test_a_stale_link_beside_the_images_is_left_out(void **state)
     const char *top = fresh("stalelink");
     mkdirs(path_of("stalelink/a"));
     write_png(path_of("stalelink/a/1.png"), 1, 4, 3, 1);
+    mkdirs(path_of("stalelink/c"));
+    write_png(path_of("stalelink/c/1.png"), 1, 4, 3, 1);
     assert_int_equal(symlink("/nonexistent/dla_gone", path_of("stalelink/a/README")), 0);
+    /* Said on stderr, not silent: a class folder's link to a disk not
+     * mounted (b) left its class out, and c took its number, in silence. */
+    assert_int_equal(symlink("/nonexistent/dla_gone_b", path_of("stalelink/b")), 0);
+    char said[4096] = "";
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *cap = tmpfile();
+    assert_non_null(cap);
+    dup2(fileno(cap), 2);
     dla_imds *ds;
-    assert_ok(dla_imds_create(top, NULL, &ds));
-    assert_int_equal(dla_imds_num_files(ds), 1);
+    dla_status st = dla_imds_create(top, NULL, &ds);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(cap);
+    said[fread(said, 1, sizeof said - 1, cap)] = '\0';
+    fclose(cap);
+    assert_ok(st);
+    assert_int_equal(dla_imds_num_files(ds), 2);
+    assert_int_equal(dla_imds_num_categories(ds), 2);
+    /* (Unless DLACCEL_LOG hides warnings.) */
+    const char *lv = getenv("DLACCEL_LOG");
+    if ((!lv || !strcmp(lv, "warn") || !strcmp(lv, "info") || !strcmp(lv, "debug")) &&
+        (!strstr(said, "leaving out") || !strstr(said, "stalelink/b,") ||
+         !strstr(said, "stalelink/a/README")))
+        fail_msg("stderr \"%s\" does not name the links left out", said);
     dla_imds_free(ds);
     assert_int_equal(symlink("/nonexistent/dla_gone", path_of("stalelink/a/2.png")), 0);
     assert_int_equal(dla_imds_create(top, NULL, &ds), DLA_ERR_IO);
