@@ -6,6 +6,7 @@
  * in the top folder itself).
  */
 #define _XOPEN_SOURCE 700 /* realpath */
+#include "core/log.h"
 #include "nn/data_image.h"
 #include "nn/data_util.h"
 
@@ -80,6 +81,11 @@ static dla_status walk(scan *s, const char *dir, int depth, int recurse)
             if (is_image_name(e->d_name) || lstat(path, &lb) != 0 || !S_ISLNK(lb.st_mode))
                 st = dla__data_fail(DLA_ERR_IO, "%s: cannot read %s: %s", s->op, path,
                                     strerror(err));
+            else /* Said, not silent: it may be a class folder's link to a
+                  * disk not mounted, whose class would vanish and renumber
+                  * the classes after it. */
+                dla__log(DLA_LOG_WARN, "%s: leaving out %s, a link to nothing (%s)", s->op, path,
+                         strerror(err));
             dla__data_free(path);
         } else if (S_ISDIR(sb.st_mode)) {
             subfolders++;

@@ -4,6 +4,7 @@
  * when its observation is asked for.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "core/log.h"
 #include "nn/data_util.h"
 #include "nn/datastore.h"
 
@@ -88,6 +89,10 @@ static dla_status walk(scan *s, const char *dir, int depth)
             if (wanted(s, e->d_name) || lstat(path, &lb) != 0 || !S_ISLNK(lb.st_mode))
                 st = dla__data_fail(DLA_ERR_IO, "%s: cannot read %s: %s", s->op, path,
                                     strerror(err));
+            else /* said, not silent: it may be a folder's link to a disk
+                  * not mounted, whose files would vanish */
+                dla__log(DLA_LOG_WARN, "%s: leaving out %s, a link to nothing (%s)", s->op, path,
+                         strerror(err));
             dla__data_free(path);
         } else if (S_ISDIR(sb.st_mode)) {
             st = walk(s, path, depth + 1);

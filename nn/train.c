@@ -113,6 +113,9 @@ typedef struct trainer {
     dla_training_state held;
     int held_row;
     dla_tensor *class_list;      /* 0..K-1 along C, to one-hot class numbers */
+    /* The validation datastore whose own labels are its targets (the
+     * training data is no datastore to match them to by name), or NULL. */
+    const dla_imds *val_own_labels;
     dla__train_par par;          /* the workers of "parallel" and "multi-gpu" */
     struct {                     /* solver "lbfgs" */
         dla_lbfgs_state *state;
@@ -2453,6 +2456,26 @@ static dla_status read_network(trainer *tr, const dla_train_data *data)
     return DLA_OK;
 }
 
+/* An image datastore's labels number its own classes (its sorted folder
+ * names): a folder that lacks one of the network's classes numbers the
+ * others differently from the training classes, and was scored against
+ * the wrong ones in silence. Its class count must be the network's, as
+ * MATLAB's testnet and trainnet, which one-hot encode the labels by their
+ * categories, fail otherwise. (A one-channel output takes no class
+ * numbers: the check of the targets says so.) */
+static dla_status own_labels_fit(const trainer *tr, const dla_imds *ds, const char *what)
+{
+    const int nc = dla_imds_num_categories(ds);
+    if (!tr->classify || tr->classes < 2 || nc == tr->classes)
+        return DLA_OK;
+    return dla_set_error(DLA_ERR_INVALID_ARGUMENT,
+                         "%s: %s: the image datastore has %d classes (\"%s\" ...) where the "
+                         "network's output has %lld; its labels number its own classes, so "
+                         "pass targets numbered by the training classes",
+                         tr->fn, what, nc, nc ? dla_imds_category(ds, 0) : "",
+                         (long long)tr->classes);
+}
+
 static dla_status setup(trainer *tr, const dla_train_data *data, dla_net *net, int *normalized)
 {
     dla_status st;
@@ -2554,6 +2577,9 @@ static dla_status setup(trainer *tr, const dla_train_data *data, dla_net *net, i
                              (long long)observations(data), observations(data) == 1 ? "" : "s",
                              observations(data) == 1 ? "s" : "",
                              (long long)tr->o.mini_batch_size, (long long)observations(data));
+    if (tr->val_own_labels &&
+        (st = own_labels_fit(tr, tr->val_own_labels, "ValidationData")) != DLA_OK)
+        return st;
     if (tr->o.validation_data && (st = make_queue(tr, tr->o.validation_data, 1, &tr->val_q,
                                                   &tr->val_targets)) != DLA_OK)
         return st;
@@ -2704,6 +2730,8 @@ DLA_API dla_status dla_trainnet(const dla_train_data *data, dla_net *net,
             return dla_set_error(dla_last_status(), "dla_trainnet: %s: %s",
                                  k ? "ValidationData" : "data", msg);
         }
+        if (k && !labels[0])
+            tr.val_own_labels = d->images;
         own[k] = *d;
         own[k].targets = labels[k];
         *sets[k] = &own[k];
@@ -2953,9 +2981,11 @@ static dla_status parse_test_metrics(const char *metrics, char names[][32], int 
     return DLA_OK;
 }
 
-/* dla_testnet once an image datastore's labels are in place. */
+/* dla_testnet once an image datastore's labels are in place; labelled is
+ * that datastore when its labels are the targets. */
 static dla_status testnet_checked(dla_net *net, const dla_train_data *data, const char *metrics,
-                                  const dla_predict_options *opts, double *values)
+                                  const dla_predict_options *opts, double *values,
+                                  const dla_imds *labelled)
 {
     static const char fn[] = "dla_testnet";
     if (!net || !metrics || !values)
@@ -3003,6 +3033,8 @@ static dla_status testnet_checked(dla_net *net, const dla_train_data *data, cons
     dla_device *prev = dla_device_current();
     dla_device_set_current(tr.dev);
     st = read_network(&tr, data);
+    if (st == DLA_OK && labelled)
+        st = own_labels_fit(&tr, labelled, "data");
     if (st == DLA_OK && tr.classify)
         st = make_class_list(&tr);
     if (st == DLA_OK)
@@ -3050,7 +3082,7 @@ DLA_API dla_status dla_testnet(dla_net *net, const dla_train_data *data, const c
      * datastore's labels). They were refused as "targets is NULL". The
      * class numbers are the datastore's own (its sorted folder names). */
     if (!data || !data->images || data->targets || data->target_sequences)
-        return testnet_checked(net, data, metrics, opts, values);
+        return testnet_checked(net, data, metrics, opts, values, NULL);
     dla_scope_begin();
     dla_tensor *labels = dla_tensor_retain(dla_imds_labels(data->images));
     dla_scope_end();
@@ -3061,7 +3093,7 @@ DLA_API dla_status dla_testnet(dla_net *net, const dla_train_data *data, const c
     }
     dla_train_data own = *data;
     own.targets = labels;
-    dla_status st = testnet_checked(net, &own, metrics, opts, values);
+    dla_status st = testnet_checked(net, &own, metrics, opts, values, data->images);
     dla_tensor_release(labels);
     return st;
 }

@@ -1645,10 +1645,35 @@ static void test_a_stale_link_beside_the_images_is_left_out(void **state)
     const char *top = fresh("stalelink");
     mkdirs(path_of("stalelink/a"));
     write_png(path_of("stalelink/a/1.png"), 1, 4, 3, 1);
+    mkdirs(path_of("stalelink/c"));
+    write_png(path_of("stalelink/c/1.png"), 1, 4, 3, 1);
     assert_int_equal(symlink("/nonexistent/dla_gone", path_of("stalelink/a/README")), 0);
+    /* Said on stderr, not silent: a class folder's link to a disk not
+     * mounted (b) left its class out, and c took its number, in silence. */
+    assert_int_equal(symlink("/nonexistent/dla_gone_b", path_of("stalelink/b")), 0);
+    char said[4096] = "";
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *cap = tmpfile();
+    assert_non_null(cap);
+    dup2(fileno(cap), 2);
     dla_imds *ds;
-    assert_ok(dla_imds_create(top, NULL, &ds));
-    assert_int_equal(dla_imds_num_files(ds), 1);
+    dla_status st = dla_imds_create(top, NULL, &ds);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(cap);
+    said[fread(said, 1, sizeof said - 1, cap)] = '\0';
+    fclose(cap);
+    assert_ok(st);
+    assert_int_equal(dla_imds_num_files(ds), 2);
+    assert_int_equal(dla_imds_num_categories(ds), 2);
+    /* (Unless DLACCEL_LOG hides warnings.) */
+    const char *lv = getenv("DLACCEL_LOG");
+    if ((!lv || !strcmp(lv, "warn") || !strcmp(lv, "info") || !strcmp(lv, "debug")) &&
+        (!strstr(said, "leaving out") || !strstr(said, "stalelink/b,") ||
+         !strstr(said, "stalelink/a/README")))
+        fail_msg("stderr \"%s\" does not name the links left out", said);
     dla_imds_free(ds);
     assert_int_equal(symlink("/nonexistent/dla_gone", path_of("stalelink/a/2.png")), 0);
     assert_int_equal(dla_imds_create(top, NULL, &ds), DLA_ERR_IO);
@@ -2289,6 +2314,71 @@ static void test_testnet_scores_a_datastore_by_its_labels(void **state)
     dla_imds_free(ds);
 }
 
+/* testnet over an image datastore without targets numbers its labels by
+ * the datastore's own classes: a test folder that lacks one of the
+ * network's classes numbers the others differently from the training
+ * datastore. Counted so, a 3-class network scored a test folder of
+ * classes k0 and k2 against k0 and k1, in silence. It is refused, naming
+ * the counts (MATLAB's testnet fails on the mismatch too); with targets
+ * numbered by the training classes it scores. */
+static void test_testnet_refuses_a_datastore_of_other_classes(void **state)
+{
+    (void)state;
+    const char *top = fresh("testnet2");
+    for (int i = 0; i < 8; i++) {
+        mkdirs(path_of("testnet2/k%d", i % 2 ? 2 : 0));
+        write_png(path_of("testnet2/k%d/%02d.png", i % 2 ? 2 : 0, i), i * 20, 4, 3, 1);
+    }
+    dla_imds *ds;
+    assert_ok(dla_imds_create(top, NULL, &ds));
+    assert_int_equal(dla_imds_num_categories(ds), 2);
+    dla_tensor *x, *t;
+    assert_ok(dla_imds_readall(ds, &x, &t));
+    int32_t by_name[8];
+    for (int64_t i = 0; i < 8; i++)
+        by_name[i] = dla_imds_label(ds, i) ? 2 : 0;
+    dla_tensor *tt = dla_tensor_from_host(by_name, DLA_I32, "CB", DLA_DIMS(1, 8));
+    dla_rng_seed(9);
+    dla_layer *layers[] = {
+        dla_image_input_layer(4, 3, 1, &(dla_image_input_options){.normalization = "none"}),
+        dla_fc_layer(3, NULL),
+        dla_softmax_layer(NULL),
+    };
+    dla_net *net = dla_net_create(3, layers);
+    double a[2], b[2] = {-1, -1};
+    assert_ok(dla_testnet(net, &(dla_train_data){.predictors = x, .targets = tt},
+                          "accuracy,crossentropy", NULL, a));
+    dla_status st = dla_testnet(net, &(dla_train_data){.images = ds}, "accuracy,crossentropy",
+                                NULL, b);
+    if (st == DLA_OK)
+        fail_msg("scored %g %g (by the training classes %g %g)", b[0], b[1], a[0], a[1]);
+    assert_int_equal(st, DLA_ERR_INVALID_ARGUMENT);
+    if (!strstr(dla_last_error(), "dla_testnet") || !strstr(dla_last_error(), "2 classes"))
+        fail_msg("message \"%s\"", dla_last_error());
+    /* So is such a datastore as trainnet's ValidationData beside training
+     * data in memory (no training datastore to match its classes by
+     * name); its validation accuracy was scored against k0 and k1. */
+    dla_net *trained = NULL;
+    dla_training_info *info = NULL;
+    st = dla_trainnet(&(dla_train_data){.predictors = x, .targets = tt}, net,
+                      &(dla_train_loss){.name = "crossentropy"},
+                      &(dla_training_options){.verbose = -1, .max_epochs = 1, .mini_batch_size = 4,
+                                              .validation_data = &(dla_train_data){.images = ds},
+                                              .metrics = "accuracy"},
+                      &trained, &info);
+    if (st == DLA_OK)
+        fail_msg("trained with validation accuracy %g", info->final_validation_accuracy);
+    assert_int_equal(st, DLA_ERR_INVALID_ARGUMENT);
+    if (!strstr(dla_last_error(), "ValidationData") || !strstr(dla_last_error(), "2 classes"))
+        fail_msg("message \"%s\"", dla_last_error());
+    assert_null(trained);
+    dla_net_free(net);
+    dla_tensor_release(x);
+    dla_tensor_release(t);
+    dla_tensor_release(tt);
+    dla_imds_free(ds);
+}
+
 /* A corrupt file met while training (and while computing the input
  * layer's statistics) stops trainnet with an error naming it. */
 static void test_trainnet_names_a_corrupt_file(void **state)
@@ -2540,6 +2630,7 @@ int main(void)
         TU_TEST(test_export_over_another_export_fails),
         TU_TEST(test_trainnet_from_a_datastore_matches_training_from_memory),
         TU_TEST(test_testnet_scores_a_datastore_by_its_labels),
+        TU_TEST(test_testnet_refuses_a_datastore_of_other_classes),
         TU_TEST(test_trainnet_names_a_corrupt_file),
         TU_TEST(test_minibatchpredict_refuses_a_skipped_file),
         TU_TEST(test_trainnet_initializes_past_a_skipped_first_file),

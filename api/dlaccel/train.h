@@ -294,7 +294,10 @@ typedef struct dla_train_data {
      * too, are matched to its classes by name (MATLAB's categorical labels:
      * a validation folder may lack a class); a validation class that the
      * training datastore does not have is DLA_ERR_INVALID_ARGUMENT naming
-     * it. */
+     * it. Beside training data in memory, a validation datastore's labels
+     * are its own class numbers, and one whose class count is not the
+     * network's output's is DLA_ERR_INVALID_ARGUMENT (a folder that lacks
+     * a class numbers the others differently). */
     dla_imds *images;
     /* Or a generic datastore (api/dlaccel/data.h, "datastores":
      * arrayDatastore, fileDatastore, transform, combine, custom), indexed
@@ -743,8 +746,10 @@ typedef struct dla_predict_options {
  * datastore or a datastore, and targets or target_sequences or a
  * datastore's second output, as trainnet takes them:
  * class numbers or responses; an image datastore's labels, its own class
- * numbers, when targets is NULL), in mini-batches, each metric over the
- * whole data.
+ * numbers, when targets is NULL: DLA_ERR_INVALID_ARGUMENT when its class
+ * count is not the network's output's, as a test folder that lacks a
+ * class numbers the others differently), in mini-batches, each metric
+ * over the whole data.
  * metrics names them, comma-separated: "accuracy" (percent, as Metrics
  * "accuracy" counts it: a one-channel output thresholded at 0.5), "rmse", or a
  * loss of trainnet's lossFcn ("crossentropy", "binary-crossentropy",
