@@ -354,9 +354,9 @@ static dla_status plugin_load(struct dla__plugin *p)
         return plugin_fail(p, 0, DLA_LOG_WARN, "cannot load library %s: %s", lib,
                            e ? e : "unknown dlopen error");
     }
-    /* Another path to a loaded library that discovery could not compare
-     * (a bare name dlopen looks up itself) gives its handle again: the same
-     * state, so the same rule as discovery's. */
+    /* A path that came to name a loaded library after discovery compared
+     * the files (a symbolic link retargeted in between) gives its handle
+     * again: the same state, so the same rule as discovery's. */
     for (int i = 0; i < reg.plugin_count; i++) {
         struct dla__plugin *q = reg.plugins[i];
         if (q != p && q->state == DLA_MANIFEST_LOADED && q->handle == p->handle)
@@ -541,10 +541,10 @@ static struct dla__plugin *find_claim(const char *name)
     return NULL;
 }
 
-/* Whether library paths a and b name one file: one inode (a symlink or a
- * hard link to it, which dlopen would hand back as the one loaded copy);
- * for a path stat cannot see (a bare name dlopen looks up, a missing
- * file), the same text after symlinks. */
+/* Whether library paths a and b (absolute: manifest.c joins a relative
+ * one to its folder) name one file: one inode (a symlink or a hard link
+ * to it, which dlopen would hand back as the one loaded copy); for a path
+ * stat cannot see (a missing file), the same text after symlinks. */
 static int same_library(const char *a, const char *b)
 {
     struct stat sa, sb;
