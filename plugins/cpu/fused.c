@@ -548,9 +548,10 @@ typedef struct extras {
             block_##sfx(a, ex, sp, how, u, regs, stage);                                           \
     }                                                                                              \
                                                                                                    \
-    /* Blocks chunk it on of a program shared by share.c: one of fewer than                        \
-     * SHARE_MAX elements (an LSTM step's gates, 8,192), whose OpenMP region's                     \
-     * closing barrier waited for a descheduled teammate longer than its work. */                  \
+    /* Item it of a program shared by share.c, its blocks from chunk * it:                         \
+     * one of fewer than SHARE_MAX elements (an LSTM step's gates, 8,192),                         \
+     * whose OpenMP region's closing barrier waited for a descheduled                              \
+     * teammate longer than its work. */                                                           \
     typedef struct share_##sfx {                                                                   \
         const dla_fused_args *a;                                                                   \
         const extras *ex;                                                                          \
