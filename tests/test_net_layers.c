@@ -567,42 +567,53 @@ static void conv_layers_convolve_each_step_of_an_image_sequence(void **state)
     dla_scope_end();
 }
 
-/* Spatio-temporal x (S.., C, [B,] T) permuted to images of S.. x T
- * (T moved after the "S" dims, labeled "S"), and images y (S'.., T', C,
- * [B]) permuted back to x's layout with x's labels xf. */
-static dla_tensor *st_images(dla_tensor *x)
+/* The permutations between spatio-temporal layouts and images of S.. x T
+ * (T after the "S" dims, labeled "S"), written out per format rather than
+ * derived as the pooling layer derives them, so a wrong rule there cannot
+ * hide in the same rule here. to_images: y dim i is x dim order[i]. */
+static const struct st_layout {
+    const char *st, *images;
+    int64_t to_images[5], back[5];
+} st_layouts[] = {
+    {"SCBT", "SSCB", {1, 4, 2, 3}, {1, 3, 4, 2}},
+    {"SCT", "SSC", {1, 3, 2}, {1, 3, 2}},
+    {"SSCBT", "SSSCB", {1, 2, 5, 3, 4}, {1, 2, 4, 5, 3}},
+    {"SSCT", "SSSC", {1, 2, 4, 3}, {1, 2, 4, 3}},
+};
+
+static const struct st_layout *st_layout_of(const char *st)
 {
-    int64_t d[DLA_MAX_DIMS], order[DLA_MAX_DIMS], pd[DLA_MAX_DIMS];
-    char f[DLA_MAX_DIMS + 1];
-    const char *xf = dla_tensor_format(x);
-    const int n = dla_tensor_dims(x, d);
-    int ns = 0;
-    while (xf[ns] == 'S')
-        ns++;
-    for (int i = 0; i < ns; i++)
-        order[i] = i + 1, pd[i] = d[i], f[i] = 'S';
-    order[ns] = n, pd[ns] = d[n - 1], f[ns] = 'S';
-    for (int i = ns + 1; i < n; i++)
-        order[i] = i, pd[i] = d[i - 1], f[i] = xf[i - 1];
-    f[n] = '\0';
+    for (size_t i = 0; i < sizeof st_layouts / sizeof st_layouts[0]; i++)
+        if (!strcmp(st_layouts[i].st, st))
+            return &st_layouts[i];
+    fail_msg("no spatio-temporal layout \"%s\" in the test's table", st);
+    return NULL;
+}
+
+/* x permuted by order and labeled f; y's dims past its own are 1. */
+static dla_tensor *permuted_as(dla_tensor *x, const int64_t *order, const char *f)
+{
+    int64_t d[DLA_MAX_DIMS], pd[DLA_MAX_DIMS];
+    const int n = (int)strlen(f);
+    for (int i = dla_tensor_dims(x, d); i < n; i++)
+        d[i] = 1;
+    for (int i = 0; i < n; i++)
+        pd[i] = d[order[i] - 1];
     return dla_reshape(dla_permute(dla_reshape(x, "", n, d), n, order), f, n, pd);
 }
 
+/* Spatio-temporal x (S.., C, [B,] T) as images of S.. x T. */
+static dla_tensor *st_images(dla_tensor *x)
+{
+    const struct st_layout *l = st_layout_of(dla_tensor_format(x));
+    return permuted_as(x, l->to_images, l->images);
+}
+
+/* Images y (S'.., T', C, [B]) back in the layout and labels xf. */
 static dla_tensor *st_back(dla_tensor *y, const char *xf)
 {
-    int64_t d[DLA_MAX_DIMS], order[DLA_MAX_DIMS], pd[DLA_MAX_DIMS];
-    const int n = (int)strlen(xf);
-    for (int i = dla_tensor_dims(y, d); i < n; i++)
-        d[i] = 1;
-    int ns = 0;
-    while (xf[ns] == 'S')
-        ns++;
-    for (int i = 0; i < ns; i++)
-        order[i] = i + 1, pd[i] = d[i];
-    for (int i = ns; i < n - 1; i++)
-        order[i] = i + 2, pd[i] = d[i + 1];
-    order[n - 1] = ns + 1, pd[n - 1] = d[ns];
-    return dla_reshape(dla_permute(dla_reshape(y, "", n, d), n, order), xf, n, pd);
+    const struct st_layout *l = st_layout_of(xf);
+    return permuted_as(y, l->back, xf);
 }
 
 /* A 2-D or 3-D convolution layer named "c" on spatio-temporal data x
